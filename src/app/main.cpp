@@ -1,0 +1,24 @@
+// drainwise: what a switch drain will do to the AI jobs on a fabric.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "app/commands.h"
+
+#ifndef DRAINWISE_VERSION
+#define DRAINWISE_VERSION "0.0.0"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{"drainwise: what a switch drain will do to the AI jobs on a fabric"};
+  app.set_version_flag("--version", std::string("drainwise ") + DRAINWISE_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  drainwise::app::RegisterFabric(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;  // usage errors exit 2, as drainwise check promises
+  }
+  return exit_code;
+}
