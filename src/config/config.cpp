@@ -1,0 +1,106 @@
+#include "config/config.h"
+
+#include <fmt/format.h>
+
+#include "codec/json_reader.h"
+#include "codec/native.h"
+
+namespace drainwise::config {
+
+using codec::FieldError;
+using codec::ObjectReader;
+
+namespace {
+
+int PositiveInt(const ObjectReader& r, std::string_view key, int fallback) {
+  int64_t v = r.IntOr(key, fallback);
+  if (v < 1 || v > 1'000'000) throw FieldError(r.Child(key), "must be between 1 and 1000000");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+Result<Config> ParseConfig(const nlohmann::json& doc) {
+  try {
+    Config c;
+    ObjectReader r(doc, "");
+    r.RejectUnknown({"listen", "db", "policy_file", "log_level", "server", "sources", "simulation",
+                     "advisor", "$schema", "comment"});
+    auto& s = c.server;
+    s.listen = r.StringOr("listen", s.listen);
+    c.db_path = r.StringOr("db", c.db_path);
+    c.policy_file = r.StringOr("policy_file", "");
+    c.log_level = r.StringOr("log_level", c.log_level);
+    if (c.log_level != "trace" && c.log_level != "debug" && c.log_level != "info" &&
+        c.log_level != "warn" && c.log_level != "error") {
+      throw FieldError("log_level", "expected trace, debug, info, warn or error");
+    }
+    if (r.Has("server")) {
+      ObjectReader sr(r.Raw("server"), "server");
+      sr.RejectUnknown({"io_threads", "workers", "body_limit_bytes", "read_timeout_s", "queue_limit",
+                        "assessment_deadline_s", "tokens_file", "tls_cert", "tls_key"});
+      s.io_threads = PositiveInt(sr, "io_threads", s.io_threads);
+      s.workers = PositiveInt(sr, "workers", s.workers);
+      int64_t body = sr.IntOr("body_limit_bytes", s.body_limit_bytes);
+      if (body < 1024) throw FieldError(sr.Child("body_limit_bytes"), "must be >= 1024");
+      s.body_limit_bytes = body;
+      s.read_timeout_s = PositiveInt(sr, "read_timeout_s", s.read_timeout_s);
+      s.queue_limit = PositiveInt(sr, "queue_limit", s.queue_limit);
+      s.assessment_deadline_s = PositiveInt(sr, "assessment_deadline_s", s.assessment_deadline_s);
+      s.tokens_file = sr.StringOr("tokens_file", "");
+      s.tls_cert = sr.StringOr("tls_cert", "");
+      s.tls_key = sr.StringOr("tls_key", "");
+      if (s.tls_cert.empty() != s.tls_key.empty()) {
+        throw FieldError(s.tls_cert.empty() ? "server.tls_cert" : "server.tls_key",
+                         "tls_cert and tls_key go together");
+      }
+    }
+    if (s.listen.find(':') == std::string::npos) throw FieldError("listen", "expected HOST:PORT");
+    if (r.Has("sources")) {
+      if (!r.Raw("sources").is_array()) throw FieldError("sources", "expected an array");
+      c.sources = r.Raw("sources");
+    }
+    if (r.Has("simulation")) {
+      if (!r.Raw("simulation").is_object()) throw FieldError("simulation", "expected an object");
+      c.simulation = r.Raw("simulation");
+    }
+    if (r.Has("advisor")) {
+      if (!r.Raw("advisor").is_object()) throw FieldError("advisor", "expected an object");
+      c.advisor = r.Raw("advisor");
+    }
+    return c;
+  } catch (const FieldError& e) {
+    return InvalidArgument(std::string("config: ") + e.what());
+  }
+}
+
+Result<Config> LoadConfigFile(const std::string& path) {
+  auto doc = codec::ReadJsonFile(path);
+  if (!doc) return tl::unexpected(doc.error());
+  auto c = ParseConfig(*doc);
+  if (!c) return tl::unexpected(c.error().Wrap(path));
+  return c;
+}
+
+nlohmann::json ConfigToJson(const Config& c) {
+  const auto& s = c.server;
+  return {{"listen", s.listen},
+          {"db", c.db_path},
+          {"policy_file", c.policy_file},
+          {"log_level", c.log_level},
+          {"server",
+           {{"io_threads", s.io_threads},
+            {"workers", s.workers},
+            {"body_limit_bytes", s.body_limit_bytes},
+            {"read_timeout_s", s.read_timeout_s},
+            {"queue_limit", s.queue_limit},
+            {"assessment_deadline_s", s.assessment_deadline_s},
+            {"tokens_file", s.tokens_file},
+            {"tls_cert", s.tls_cert},
+            {"tls_key", s.tls_key}}},
+          {"sources", c.sources},
+          {"simulation", c.simulation},
+          {"advisor", c.advisor}};
+}
+
+}  // namespace drainwise::config

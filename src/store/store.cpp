@@ -1,0 +1,482 @@
+#include "store/store.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace drainwise::store {
+
+namespace {
+
+// Schema migrations, applied in order; never edit a shipped one, add another.
+constexpr const char* kMigrations[] = {
+    // 1: versioned documents, assessments, drains.
+    R"sql(
+    CREATE TABLE documents (
+      kind        TEXT    NOT NULL,
+      version     INTEGER NOT NULL,
+      source      TEXT    NOT NULL,
+      created_at  INTEGER NOT NULL,
+      hash        TEXT    NOT NULL,
+      items       INTEGER NOT NULL DEFAULT 0,
+      links       INTEGER NOT NULL DEFAULT 0,
+      body        TEXT    NOT NULL,
+      PRIMARY KEY (kind, version)
+    );
+    CREATE TABLE assessments (
+      id               TEXT PRIMARY KEY,
+      created_at       INTEGER NOT NULL,
+      kind             TEXT NOT NULL,
+      ticket           TEXT NOT NULL DEFAULT '',
+      requested_by     TEXT NOT NULL DEFAULT '',
+      topology_version INTEGER NOT NULL,
+      jobs_version     INTEGER NOT NULL,
+      verdict          TEXT NOT NULL DEFAULT '',
+      idempotency_key  TEXT,
+      request          TEXT NOT NULL,
+      result           TEXT NOT NULL
+    );
+    CREATE INDEX assessments_ticket ON assessments(ticket, created_at);
+    CREATE UNIQUE INDEX assessments_idempotency ON assessments(idempotency_key)
+      WHERE idempotency_key IS NOT NULL;
+    CREATE TABLE drains (
+      id           TEXT PRIMARY KEY,
+      ticket       TEXT NOT NULL DEFAULT '',
+      requested_by TEXT NOT NULL DEFAULT '',
+      started_at   INTEGER NOT NULL,
+      expected_end INTEGER,
+      ended_at     INTEGER,
+      spec         TEXT NOT NULL
+    );
+    )sql",
+    // 2: observed iteration times for calibration.
+    R"sql(
+    CREATE TABLE observations (
+      id          INTEGER PRIMARY KEY AUTOINCREMENT,
+      job_id      TEXT NOT NULL,
+      observed_at INTEGER NOT NULL,
+      iteration_s REAL NOT NULL,
+      predicted_s REAL NOT NULL DEFAULT 0,
+      drain_key   TEXT NOT NULL DEFAULT '',
+      body        TEXT NOT NULL
+    );
+    CREATE INDEX observations_job ON observations(job_id, observed_at);
+    )sql",
+};
+constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  bool ok() const { return rc_ == SQLITE_OK; }
+  Stmt& Bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& Bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, std::optional<int64_t> v) {
+    if (v) sqlite3_bind_int64(stmt_, i, *v);
+    else sqlite3_bind_null(stmt_, i);
+    return *this;
+  }
+  Stmt& BindNullIfEmpty(int i, const std::string& v) {
+    if (v.empty()) sqlite3_bind_null(stmt_, i);
+    else Bind(i, v);
+    return *this;
+  }
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return sqlite3_step(stmt_); }
+  std::string Text(int col) const {
+    auto p = sqlite3_column_text(stmt_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, col)) : "";
+  }
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double Real(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::optional<int64_t> OptInt(int col) const {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+    return Int(col);
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+tl::unexpected<Error> DbError(sqlite3* db, std::string_view what) {
+  return MakeError(ErrorCode::kIo, fmt::format("database: {}: {}", what, sqlite3_errmsg(db)));
+}
+
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+constexpr const char* kAssessmentColumns =
+    "id, created_at, kind, ticket, requested_by, topology_version, jobs_version, verdict, "
+    "COALESCE(idempotency_key, ''), request, result";
+
+AssessmentRecord ReadAssessment(const Stmt& s) {
+  AssessmentRecord r;
+  r.id = s.Text(0);
+  r.created_at = s.Int(1);
+  r.kind = s.Text(2);
+  r.ticket = s.Text(3);
+  r.requested_by = s.Text(4);
+  r.topology_version = s.Int(5);
+  r.jobs_version = s.Int(6);
+  r.verdict = s.Text(7);
+  r.idempotency_key = s.Text(8);
+  r.request = s.Text(9);
+  r.result = s.Text(10);
+  return r;
+}
+
+}  // namespace
+
+std::string_view DocKindName(DocKind kind) {
+  switch (kind) {
+    case DocKind::kTopology: return "topology";
+    case DocKind::kJobs: return "jobs";
+    case DocKind::kPolicy: return "policy";
+  }
+  return "topology";
+}
+
+std::string ContentHash(std::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+Store::Store(sqlite3* db, std::string path, StoreOptions options)
+    : db_(db), path_(std::move(path)), options_(options) {}
+
+Store::~Store() { sqlite3_close_v2(db_); }
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db);
+    return MakeError(ErrorCode::kIo, fmt::format("database {}: cannot open: {}", path, msg));
+  }
+  sqlite3_busy_timeout(db, 5000);
+  std::unique_ptr<Store> store(new Store(db, path, options));
+  // WAL: readers never block the writer; synchronous=FULL so an acknowledged
+  // write survives a crash or power loss.
+  if (path != ":memory:") {
+    if (auto st = store->Exec("PRAGMA journal_mode=WAL;"); !st) return tl::unexpected(st.error().Wrap(path));
+  }
+  if (auto st = store->Exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"); !st) {
+    return tl::unexpected(st.error().Wrap(path));
+  }
+  if (auto st = store->Migrate(); !st) return tl::unexpected(st.error().Wrap(path));
+  return store;
+}
+
+Status Store::Exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    return MakeError(ErrorCode::kIo, "database: " + msg);
+  }
+  return {};
+}
+
+Status Store::Migrate() {
+  std::lock_guard lock(mu_);
+  if (auto st = Exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                     "version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);");
+      !st) {
+    return st;
+  }
+  int current = 0;
+  {
+    Stmt s(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+    if (!s.ok() || s.Step() != SQLITE_ROW) return DbError(db_, "reading schema version");
+    current = static_cast<int>(s.Int(0));
+  }
+  if (current > kSchemaVersion) {
+    return MakeError(ErrorCode::kIo,
+                     fmt::format("database schema version {} is newer than this drainwise ({}); "
+                                 "upgrade drainwise or point --db elsewhere",
+                                 current, kSchemaVersion));
+  }
+  for (int v = current + 1; v <= kSchemaVersion; ++v) {
+    if (auto st = Exec("BEGIN IMMEDIATE;"); !st) return st;
+    auto st = Exec(kMigrations[v - 1]);
+    if (st) {
+      Stmt s(db_, "INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)");
+      s.Bind(1, static_cast<int64_t>(v)).Bind(2, NowSeconds());
+      if (s.Step() != SQLITE_DONE) st = DbError(db_, "recording migration");
+    }
+    if (!st) {
+      (void)Exec("ROLLBACK;");
+      return tl::unexpected(st.error().Wrap(fmt::format("migration {}", v)));
+    }
+    if (auto c = Exec("COMMIT;"); !c) return c;
+  }
+  schema_version_ = kSchemaVersion;
+  return {};
+}
+
+Result<Store::PutResult> Store::PutDocument(DocumentInfo info, const std::string& body) {
+  std::lock_guard lock(mu_);
+  const std::string kind(DocKindName(info.kind));
+  info.hash = ContentHash(body);
+  if (info.created_at == 0) info.created_at = NowSeconds();
+  if (auto st = Exec("BEGIN IMMEDIATE;"); !st) return tl::unexpected(st.error());
+  auto rollback = [&](tl::unexpected<Error> e) {
+    (void)Exec("ROLLBACK;");
+    return e;
+  };
+  int64_t latest = 0;
+  std::string latest_hash;
+  {
+    Stmt s(db_, "SELECT version, hash FROM documents WHERE kind = ? ORDER BY version DESC LIMIT 1");
+    s.Bind(1, kind);
+    int rc = s.Step();
+    if (rc == SQLITE_ROW) {
+      latest = s.Int(0);
+      latest_hash = s.Text(1);
+    } else if (rc != SQLITE_DONE) {
+      return rollback(DbError(db_, "reading latest version"));
+    }
+  }
+  if (latest > 0 && latest_hash == info.hash) {
+    (void)Exec("ROLLBACK;");
+    return PutResult{latest, false};
+  }
+  {
+    Stmt s(db_,
+           "INSERT INTO documents(kind, version, source, created_at, hash, items, links, body) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    s.Bind(1, kind).Bind(2, latest + 1).Bind(3, info.source).Bind(4, info.created_at).Bind(5, info.hash);
+    s.Bind(6, info.items).Bind(7, info.links).Bind(8, body);
+    if (s.Step() != SQLITE_DONE) return rollback(DbError(db_, "storing document"));
+  }
+  if (options_.keep_versions > 0) {
+    Stmt s(db_, "DELETE FROM documents WHERE kind = ? AND version <= ?");
+    s.Bind(1, kind).Bind(2, latest + 1 - options_.keep_versions);
+    if (s.Step() != SQLITE_DONE) return rollback(DbError(db_, "pruning old versions"));
+  }
+  if (auto st = Exec("COMMIT;"); !st) return rollback(tl::unexpected(st.error()));
+  return PutResult{latest + 1, true};
+}
+
+namespace {
+constexpr const char* kDocColumns = "kind, version, source, created_at, hash, items, links";
+DocumentInfo ReadDocInfo(const Stmt& s) {
+  DocumentInfo i;
+  std::string kind = s.Text(0);
+  i.kind = kind == "jobs" ? DocKind::kJobs : kind == "policy" ? DocKind::kPolicy : DocKind::kTopology;
+  i.version = s.Int(1);
+  i.source = s.Text(2);
+  i.created_at = s.Int(3);
+  i.hash = s.Text(4);
+  i.items = s.Int(5);
+  i.links = s.Int(6);
+  return i;
+}
+}  // namespace
+
+Result<std::optional<Document>> Store::LatestDocument(DocKind kind) {
+  return GetDocument(kind, 0);
+}
+
+Result<std::optional<Document>> Store::GetDocument(DocKind kind, int64_t version) {
+  std::lock_guard lock(mu_);
+  std::string sql = fmt::format("SELECT {}, body FROM documents WHERE kind = ? {} ORDER BY version DESC LIMIT 1",
+                                kDocColumns, version > 0 ? "AND version = ?" : "");
+  Stmt s(db_, sql.c_str());
+  s.Bind(1, std::string(DocKindName(kind)));
+  if (version > 0) s.Bind(2, version);
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return std::optional<Document>();
+  if (rc != SQLITE_ROW) return DbError(db_, "reading document");
+  Document d;
+  d.info = ReadDocInfo(s);
+  d.body = s.Text(7);
+  return std::optional<Document>(std::move(d));
+}
+
+Result<std::vector<DocumentInfo>> Store::ListDocuments(std::optional<DocKind> kind, int limit) {
+  std::lock_guard lock(mu_);
+  std::string sql = fmt::format("SELECT {} FROM documents {} ORDER BY created_at DESC, version DESC LIMIT ?",
+                                kDocColumns, kind ? "WHERE kind = ?" : "");
+  Stmt s(db_, sql.c_str());
+  int i = 1;
+  if (kind) s.Bind(i++, std::string(DocKindName(*kind)));
+  s.Bind(i, static_cast<int64_t>(limit));
+  std::vector<DocumentInfo> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadDocInfo(s));
+  if (rc != SQLITE_DONE) return DbError(db_, "listing documents");
+  return out;
+}
+
+Status Store::PutAssessment(const AssessmentRecord& r) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_,
+         "INSERT INTO assessments(id, created_at, kind, ticket, requested_by, topology_version, "
+         "jobs_version, verdict, idempotency_key, request, result) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  s.Bind(1, r.id).Bind(2, r.created_at ? r.created_at : NowSeconds()).Bind(3, r.kind).Bind(4, r.ticket);
+  s.Bind(5, r.requested_by).Bind(6, r.topology_version).Bind(7, r.jobs_version).Bind(8, r.verdict);
+  s.BindNullIfEmpty(9, r.idempotency_key).Bind(10, r.request).Bind(11, r.result);
+  int rc = s.Step();
+  if (rc == SQLITE_CONSTRAINT) {
+    return MakeError(ErrorCode::kConflict, fmt::format("assessment '{}' or its idempotency key exists", r.id));
+  }
+  if (rc != SQLITE_DONE) return DbError(db_, "storing assessment");
+  return {};
+}
+
+Result<std::optional<AssessmentRecord>> Store::GetAssessment(const std::string& id) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, fmt::format("SELECT {} FROM assessments WHERE id = ?", kAssessmentColumns).c_str());
+  s.Bind(1, id);
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return std::optional<AssessmentRecord>();
+  if (rc != SQLITE_ROW) return DbError(db_, "reading assessment");
+  return std::optional<AssessmentRecord>(ReadAssessment(s));
+}
+
+Result<std::optional<AssessmentRecord>> Store::FindByIdempotencyKey(const std::string& key) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, fmt::format("SELECT {} FROM assessments WHERE idempotency_key = ?", kAssessmentColumns).c_str());
+  s.Bind(1, key);
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return std::optional<AssessmentRecord>();
+  if (rc != SQLITE_ROW) return DbError(db_, "reading assessment");
+  return std::optional<AssessmentRecord>(ReadAssessment(s));
+}
+
+Result<std::vector<AssessmentRecord>> Store::ListAssessments(const std::string& ticket, int limit) {
+  std::lock_guard lock(mu_);
+  std::string sql = fmt::format("SELECT {} FROM assessments {} ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                                kAssessmentColumns, ticket.empty() ? "" : "WHERE ticket = ?");
+  Stmt s(db_, sql.c_str());
+  int i = 1;
+  if (!ticket.empty()) s.Bind(i++, ticket);
+  s.Bind(i, static_cast<int64_t>(limit));
+  std::vector<AssessmentRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadAssessment(s));
+  if (rc != SQLITE_DONE) return DbError(db_, "listing assessments");
+  return out;
+}
+
+Status Store::PutDrain(const DrainRecord& r) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_,
+         "INSERT INTO drains(id, ticket, requested_by, started_at, expected_end, ended_at, spec) "
+         "VALUES (?,?,?,?,?,?,?)");
+  s.Bind(1, r.id).Bind(2, r.ticket).Bind(3, r.requested_by).Bind(4, r.started_at ? r.started_at : NowSeconds());
+  s.Bind(5, r.expected_end).Bind(6, r.ended_at).Bind(7, r.spec);
+  int rc = s.Step();
+  if (rc == SQLITE_CONSTRAINT) return MakeError(ErrorCode::kConflict, fmt::format("drain '{}' exists", r.id));
+  if (rc != SQLITE_DONE) return DbError(db_, "storing drain");
+  return {};
+}
+
+Result<bool> Store::EndDrain(const std::string& id, int64_t ended_at) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, "UPDATE drains SET ended_at = ? WHERE id = ? AND ended_at IS NULL");
+  s.Bind(1, ended_at).Bind(2, id);
+  if (s.Step() != SQLITE_DONE) return DbError(db_, "ending drain");
+  return sqlite3_changes(db_) > 0;
+}
+
+Result<std::vector<DrainRecord>> Store::ListDrains(bool active_only) {
+  std::lock_guard lock(mu_);
+  std::string sql = fmt::format(
+      "SELECT id, ticket, requested_by, started_at, expected_end, ended_at, spec FROM drains {} "
+      "ORDER BY started_at, id",
+      active_only ? "WHERE ended_at IS NULL" : "");
+  Stmt s(db_, sql.c_str());
+  std::vector<DrainRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    DrainRecord r;
+    r.id = s.Text(0);
+    r.ticket = s.Text(1);
+    r.requested_by = s.Text(2);
+    r.started_at = s.Int(3);
+    r.expected_end = s.OptInt(4);
+    r.ended_at = s.OptInt(5);
+    r.spec = s.Text(6);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return DbError(db_, "listing drains");
+  return out;
+}
+
+Result<int64_t> Store::PutObservation(const ObservationRecord& r) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_,
+         "INSERT INTO observations(job_id, observed_at, iteration_s, predicted_s, drain_key, body) "
+         "VALUES (?,?,?,?,?,?)");
+  s.Bind(1, r.job_id).Bind(2, r.observed_at ? r.observed_at : NowSeconds()).Bind(3, r.iteration_s);
+  s.Bind(4, r.predicted_s).Bind(5, r.drain_key).Bind(6, r.body);
+  if (s.Step() != SQLITE_DONE) return DbError(db_, "storing observation");
+  return sqlite3_last_insert_rowid(db_);
+}
+
+Result<std::vector<ObservationRecord>> Store::ListObservations(const std::string& job_id, int limit) {
+  std::lock_guard lock(mu_);
+  std::string sql = fmt::format(
+      "SELECT id, job_id, observed_at, iteration_s, predicted_s, drain_key, body FROM observations {} "
+      "ORDER BY observed_at DESC, id DESC LIMIT ?",
+      job_id.empty() ? "" : "WHERE job_id = ?");
+  Stmt s(db_, sql.c_str());
+  int i = 1;
+  if (!job_id.empty()) s.Bind(i++, job_id);
+  s.Bind(i, static_cast<int64_t>(limit));
+  std::vector<ObservationRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    ObservationRecord r;
+    r.id = s.Int(0);
+    r.job_id = s.Text(1);
+    r.observed_at = s.Int(2);
+    r.iteration_s = s.Real(3);
+    r.predicted_s = s.Real(4);
+    r.drain_key = s.Text(5);
+    r.body = s.Text(6);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return DbError(db_, "listing observations");
+  return out;
+}
+
+Result<std::string> Store::IntegrityCheck() {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, "PRAGMA integrity_check");
+  if (s.Step() != SQLITE_ROW) return DbError(db_, "integrity check");
+  return s.Text(0);
+}
+
+}  // namespace drainwise::store

@@ -1,0 +1,140 @@
+// drainwise serve: the daemon.
+#include <csignal>
+#include <chrono>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "app/commands.h"
+#include "app/engine_impl.h"
+#include "codec/native.h"
+#include "config/config.h"
+#include "fabric/generator.h"
+#include "server/api.h"
+#include "server/http_server.h"
+#include "server/state.h"
+#include "store/store.h"
+
+namespace drainwise::app {
+
+namespace {
+
+struct ServeArgs {
+  std::string config_path;
+  std::string listen;
+  std::string db;
+  std::string log_level;
+  bool demo = false;
+};
+
+std::shared_ptr<spdlog::logger> Logger(const std::string& name) {
+  if (auto l = spdlog::get(name)) return l;
+  auto l = spdlog::stderr_color_mt(name);
+  l->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ [%n] %v");
+  return l;
+}
+
+// The embedded demo fabric: generated, not shipped as a file, so the binary
+// alone is enough. Job times are relative to today (UTC midnight), so their
+// expected ends lie ahead.
+std::pair<nlohmann::json, nlohmann::json> DemoDocuments() {
+  auto preset = *fabric::FindPreset("demo");
+  auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  preset.jobs.now = now - now % 86400;
+  auto topo = fabric::GenerateFabric(preset.fabric);
+  auto jobs = fabric::GenerateJobs(topo, preset.fabric, preset.jobs);
+  return {codec::TopologySpecToJson(topo), codec::JobsSpecToJson(jobs)};
+}
+
+int RunServe(const ServeArgs& args) {
+  auto log = Logger("main");
+  config::Config cfg;
+  if (!args.config_path.empty()) {
+    auto c = config::LoadConfigFile(args.config_path);
+    if (!c) {
+      log->error("{}", c.error().message);
+      return 1;
+    }
+    cfg = std::move(*c);
+  }
+  if (!args.listen.empty()) cfg.server.listen = args.listen;
+  if (!args.db.empty()) cfg.db_path = args.db;
+  if (!args.log_level.empty()) cfg.log_level = args.log_level;
+  spdlog::set_level(spdlog::level::from_str(cfg.log_level));
+  auto http_log = Logger("http");
+
+  auto store = store::Store::Open(cfg.db_path);
+  if (!store) {
+    log->error("{}", store.error().message);
+    return 1;
+  }
+  log->info("database {} (schema v{})", cfg.db_path, (*store)->schema_version());
+  server::State state(store->get());
+  auto loaded = state.LoadLatest();
+  if (!loaded) {
+    log->error("loading stored versions: {}", loaded.error().message);
+    return 1;
+  }
+  if (args.demo || (!*loaded && cfg.sources.empty())) {
+    auto start = std::chrono::steady_clock::now();
+    auto [topo, jobs] = DemoDocuments();
+    auto put = state.PutBoth(topo, jobs, "demo");
+    if (!put) {
+      log->error("loading the demo fabric: {}", put.error().message);
+      return 1;
+    }
+    log->info("demo fabric loaded as topology v{} in {:.0f} ms", put->version,
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  if (auto snap = state.snapshot()) {
+    log->info("serving topology v{} ({} switches, {} hosts, {} GPUs) and jobs v{} ({} jobs)", snap->topology_version,
+              snap->topology->switches().size(), snap->topology->hosts().size(), snap->topology->total_gpus(),
+              snap->jobs_version, snap->jobs->size());
+    for (const auto& d : snap->dropped_jobs) log->warn("job left out of the snapshot: {}", d);
+  } else {
+    log->warn("no snapshot yet: waiting for sources or PUT /v1/topology");
+  }
+
+  auto engine = MakeEngine(cfg.simulation, cfg.advisor, Logger("engine"));
+  server::Api api(&state, engine.get());
+  server::HttpServer http(&api, cfg.server, http_log);
+  if (auto st = http.Start(); !st) {
+    log->error("{}", st.error().message);
+    return 1;
+  }
+  log->info("listening on {} (port {})", cfg.server.listen, http.port());
+
+  boost::asio::io_context signals_ctx;
+  boost::asio::signal_set signals(signals_ctx, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (!ec) log->info("signal {}: shutting down", sig);
+    http.Stop();
+  });
+  std::thread signal_thread([&] { signals_ctx.run(); });
+  http.Wait();
+  signals_ctx.stop();
+  signal_thread.join();
+  log->info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+void RegisterServe(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<ServeArgs>();
+  auto* cmd = app.add_subcommand("serve", "Run the daemon");
+  cmd->add_option("--config", args->config_path, "JSON configuration file");
+  cmd->add_option("--listen", args->listen, "HOST:PORT to listen on (default 127.0.0.1:8080)");
+  cmd->add_option("--db", args->db, "SQLite database path (default drainwise.db)");
+  cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn, error");
+  cmd->add_flag("--demo", args->demo, "Load the embedded demo fabric as a new version");
+  cmd->callback([args, exit_code] { *exit_code = RunServe(*args); });
+}
+
+}  // namespace drainwise::app

@@ -1,0 +1,44 @@
+// The daemon's configuration file (JSON), mapped to per-module options with
+// one documented default per field. ParseConfig() is the only place that
+// validates it; errors name the field ("limits.queue: must be >= 1").
+// Sections owned by other modules (sources, simulation) are kept as JSON and
+// validated by those modules at start-up.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/error.h"
+
+namespace drainwise::config {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:8080";  // loopback unless configured otherwise
+  int io_threads = 1;                      // Beast I/O threads
+  int workers = 2;                         // simulation worker threads
+  int64_t body_limit_bytes = 64 << 20;     // larger requests get 413
+  int read_timeout_s = 30;                 // header + body read deadline
+  int queue_limit = 16;                    // simulations waiting or running; more get 503
+  int assessment_deadline_s = 60;          // per simulation request; past it 504
+  std::string tokens_file;                 // empty = no authentication
+  std::string tls_cert;                    // both set = HTTPS
+  std::string tls_key;
+};
+
+struct Config {
+  ServerOptions server;
+  std::string db_path = "drainwise.db";  // SQLite file (the audit trail)
+  std::string policy_file;               // empty = the built-in default policy
+  std::string log_level = "info";        // trace, debug, info, warn, error
+  nlohmann::json sources = nlohmann::json::array();   // connectors' section
+  nlohmann::json simulation = nlohmann::json::object();  // flow-level defaults
+  nlohmann::json advisor = nlohmann::json::object();     // advisor defaults
+};
+
+Result<Config> ParseConfig(const nlohmann::json& doc);
+Result<Config> LoadConfigFile(const std::string& path);
+nlohmann::json ConfigToJson(const Config& config);
+
+}  // namespace drainwise::config

@@ -1,0 +1,654 @@
+#include "server/api.h"
+
+#include <chrono>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "codec/json_reader.h"
+#include "codec/native.h"
+#include "server/problem.h"
+
+namespace drainwise::server {
+
+using nlohmann::json;
+
+namespace {
+
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::vector<std::string_view> Split(std::string_view path) {
+  std::vector<std::string_view> out;
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    out.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+bool Match(std::string_view pattern, std::string_view path, std::map<std::string, std::string>* params) {
+  auto ps = Split(pattern);
+  auto xs = Split(path);
+  if (ps.size() != xs.size()) return false;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    if (ps[i].size() > 2 && ps[i].front() == '{' && ps[i].back() == '}') {
+      if (xs[i].empty()) return false;
+      if (params) (*params)[std::string(ps[i].substr(1, ps[i].size() - 2))] = std::string(xs[i]);
+    } else if (ps[i] != xs[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
+      i += 2;
+    } else if (s[i] == '+') {
+      out.push_back(' ');
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+// A sortable, unique id: time, then a random suffix ("a-20261130T131500-3f9c1a").
+std::string NewId(std::string_view prefix, std::atomic<uint64_t>& seq) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  auto now = NowSeconds();
+  std::string t = codec::FormatRfc3339(now);
+  std::string compact;
+  for (char c : t) {
+    if (c != '-' && c != ':' && c != 'Z') compact.push_back(c);
+  }
+  return fmt::format("{}-{}-{:04x}{:04x}", prefix, compact, seq.fetch_add(1) & 0xffff, rng() & 0xffff);
+}
+
+Result<json> ParseBody(const ApiRequest& req) {
+  if (req.body.empty()) return InvalidArgument("request body: expected a JSON document, got nothing");
+  auto j = codec::ParseJsonText(req.body);
+  if (!j) return tl::unexpected(j.error().Wrap("request body"));
+  return j;
+}
+
+std::string Pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+}  // namespace
+
+std::string ApiRequest::Header(const std::string& name) const {
+  auto it = headers.find(name);
+  return it == headers.end() ? std::string() : it->second;
+}
+
+ApiResponse JsonResponse(int status, const json& body) {
+  ApiResponse r;
+  r.status = status;
+  r.body = body.dump(2);
+  r.body.push_back('\n');
+  return r;
+}
+
+ApiResponse ErrorResponse(const Error& error, std::string_view instance) {
+  ApiResponse r;
+  r.status = HttpStatusFor(error.code);
+  r.content_type = std::string(kProblemContentType);
+  r.body = ProblemJson(error, instance).dump(2) + "\n";
+  if (error.code == ErrorCode::kUnavailable) r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+ApiResponse TextResponse(int status, std::string text) {
+  ApiResponse r;
+  r.status = status;
+  r.content_type = "text/plain; charset=utf-8";
+  r.body = std::move(text);
+  if (r.body.empty() || r.body.back() != '\n') r.body.push_back('\n');
+  return r;
+}
+
+bool WantsText(const ApiRequest& request, const std::map<std::string, std::string>& query) {
+  auto f = query.find("format");
+  if (f != query.end()) return f->second == "text" || f->second == "table";
+  std::string accept = request.Header("accept");
+  return accept.find("text/plain") != std::string::npos && accept.find("application/json") == std::string::npos;
+}
+
+std::map<std::string, std::string> ParseQuery(std::string_view query) {
+  std::map<std::string, std::string> out;
+  size_t start = 0;
+  while (start < query.size()) {
+    size_t end = query.find('&', start);
+    if (end == std::string_view::npos) end = query.size();
+    auto kv = query.substr(start, end - start);
+    size_t eq = kv.find('=');
+    std::string key = PercentDecode(kv.substr(0, eq));
+    std::string value = eq == std::string_view::npos ? "" : PercentDecode(kv.substr(eq + 1));
+    if (!key.empty()) {
+      auto& slot = out[key];
+      slot = slot.empty() ? value : slot + "," + value;  // repeated keys join with commas
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+const std::vector<Route>& Api::Routes() {
+  static const std::vector<Route> routes = {
+      {"GET", "/healthz", false, "Liveness"},
+      {"GET", "/readyz", false, "Readiness: a snapshot is loaded and no source is stale"},
+      {"GET", "/metrics", false, "Prometheus metrics"},
+      {"GET", "/v1/topology", false, "The current topology document"},
+      {"PUT", "/v1/topology", true, "Replace the topology (a new version)"},
+      {"GET", "/v1/jobs", false, "The current jobs document"},
+      {"PUT", "/v1/jobs", true, "Replace the jobs (a new version)"},
+      {"GET", "/v1/jobs/{id}", false, "One job"},
+      {"GET", "/v1/jobs/{id}/paths", true, "The links a job's traffic crosses, with load and health"},
+      {"GET", "/v1/snapshots", false, "Stored versions and the snapshot in use"},
+      {"POST", "/v1/assessments", true, "Assess a proposed drain"},
+      {"GET", "/v1/assessments", false, "Stored assessments (filter: ticket)"},
+      {"GET", "/v1/assessments/{id}", false, "One stored assessment"},
+      {"GET", "/v1/drain-candidates", true, "Every single-switch drain of a tier, safest first"},
+      {"POST", "/v1/plans", true, "Order a maintenance list into safe batches"},
+      {"GET", "/v1/drains", false, "Drains in progress (all=true for history)"},
+      {"POST", "/v1/drains", false, "Record a drain as started"},
+      {"DELETE", "/v1/drains/{id}", false, "End a drain"},
+      {"GET", "/v1/policy", false, "The gating policy in force"},
+      {"PUT", "/v1/policy", false, "Replace the gating policy"},
+      {"GET", "/v1/sources", false, "Connectors and their freshness"},
+      {"GET", "/v1/links", true, "Links with telemetry (degraded=true for the unhealthy)"},
+      {"POST", "/v1/observations", false, "Observed iteration times, for calibration"},
+      {"GET", "/v1/calibration", false, "Prediction error against observations"},
+  };
+  return routes;
+}
+
+Api::Api(State* state, Engine* engine, ApiHooks hooks)
+    : state_(state), engine_(engine), hooks_(std::move(hooks)) {}
+
+namespace {
+const Route* FindRoute(const std::string& method, std::string_view path, std::map<std::string, std::string>* params,
+                       bool* path_known) {
+  *path_known = false;
+  for (const Route& r : Api::Routes()) {
+    if (!Match(r.pattern, path, nullptr)) continue;
+    *path_known = true;
+    if (r.method == method || (method == "HEAD" && r.method == "GET")) {
+      Match(r.pattern, path, params);
+      return &r;
+    }
+  }
+  return nullptr;
+}
+std::string_view PathOf(const std::string& target) {
+  std::string_view t(target);
+  return t.substr(0, t.find('?'));
+}
+}  // namespace
+
+bool Api::IsSlow(const ApiRequest& req) const {
+  bool known;
+  const Route* r = FindRoute(req.method, PathOf(req.target), nullptr, &known);
+  return r && r->slow;
+}
+
+std::string Api::RouteName(const ApiRequest& req) const {
+  bool known;
+  const Route* r = FindRoute(req.method, PathOf(req.target), nullptr, &known);
+  return r ? r->method + " " + r->pattern : "unmatched";
+}
+
+ApiResponse Api::Handle(const ApiRequest& req) {
+  std::string_view target(req.target);
+  size_t q = target.find('?');
+  std::string path = PercentDecode(target.substr(0, q));
+  auto query = ParseQuery(q == std::string_view::npos ? std::string_view() : target.substr(q + 1));
+  try {
+    return Dispatch(req, path, query);
+  } catch (const std::exception& e) {
+    // A bug must not take the daemon down; report it and keep serving.
+    return ErrorResponse(Error{ErrorCode::kInternal, std::string("unexpected: ") + e.what()}, path);
+  }
+}
+
+ApiResponse Api::Dispatch(const ApiRequest& req, const std::string& path, const Query& query) {
+  Params p;
+  bool known = false;
+  const Route* route = FindRoute(req.method, path, &p, &known);
+  if (!route) {
+    if (known) {
+      auto r = ErrorResponse(Error{ErrorCode::kInvalidArgument, fmt::format("{} is not allowed on {}", req.method, path)},
+                             path);
+      r.status = 405;
+      return r;
+    }
+    return ErrorResponse(Error{ErrorCode::kNotFound, fmt::format("no route {}", path)}, path);
+  }
+  const std::string key = route->method + " " + route->pattern;
+  if (key == "GET /healthz") return Health();
+  if (key == "GET /readyz") return Ready();
+  if (key == "GET /metrics") {
+    if (!hooks_.metrics) return ErrorResponse(Error{ErrorCode::kNotFound, "metrics are not enabled"}, path);
+    ApiResponse r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = hooks_.metrics();
+    return r;
+  }
+  if (key == "GET /v1/topology") return GetTopology();
+  if (key == "PUT /v1/topology") return PutTopology(req);
+  if (key == "GET /v1/jobs") return GetJobs();
+  if (key == "PUT /v1/jobs") return PutJobs(req);
+  if (key == "GET /v1/jobs/{id}") return GetJob(p["id"]);
+  if (key == "GET /v1/snapshots") return GetSnapshots(query);
+  if (key == "POST /v1/assessments") return PostAssessment(req, query);
+  if (key == "GET /v1/assessments") return ListAssessments(req, query);
+  if (key == "GET /v1/assessments/{id}") return GetAssessment(req, p["id"], query);
+  if (key == "GET /v1/drain-candidates") return DrainCandidates(req, query);
+  if (key == "POST /v1/plans") return PostPlan(req, query);
+  if (key == "GET /v1/drains") return ListDrains(query);
+  if (key == "POST /v1/drains") return PostDrain(req);
+  if (key == "DELETE /v1/drains/{id}") return DeleteDrain(p["id"]);
+  if (key == "GET /v1/policy") return GetPolicy();
+  if (key == "PUT /v1/policy") return PutPolicy(req);
+  auto not_configured = [&](std::string_view what) {
+    return ErrorResponse(Error{ErrorCode::kNotFound, fmt::format("{} is not configured", what)}, path);
+  };
+  if (key == "GET /v1/sources") {
+    return JsonResponse(200, hooks_.sources ? hooks_.sources() : json{{"sources", json::array()}});
+  }
+  if (key == "GET /v1/links") {
+    if (!hooks_.links) return not_configured("link telemetry");
+    auto r = hooks_.links(req);
+    return r ? JsonResponse(200, *r) : ErrorResponse(r.error(), path);
+  }
+  if (key == "GET /v1/jobs/{id}/paths") {
+    if (!hooks_.job_paths) return not_configured("path inspection");
+    auto r = hooks_.job_paths(p["id"]);
+    return r ? JsonResponse(200, *r) : ErrorResponse(r.error(), path);
+  }
+  if (key == "POST /v1/observations") {
+    if (!hooks_.observe) return not_configured("calibration");
+    auto body = ParseBody(req);
+    if (!body) return ErrorResponse(body.error(), path);
+    auto r = hooks_.observe(*body);
+    return r ? JsonResponse(201, *r) : ErrorResponse(r.error(), path);
+  }
+  if (key == "GET /v1/calibration") {
+    if (!hooks_.calibration) return not_configured("calibration");
+    auto r = hooks_.calibration();
+    return r ? JsonResponse(200, *r) : ErrorResponse(r.error(), path);
+  }
+  return ErrorResponse(Error{ErrorCode::kInternal, "route without handler: " + key}, path);
+}
+
+ApiResponse Api::Health() { return JsonResponse(200, {{"status", "ok"}}); }
+
+ApiResponse Api::Ready() {
+  auto snap = state_->snapshot();
+  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, "/readyz");
+  json body = {{"status", "ready"},
+               {"topology_version", snap->topology_version},
+               {"jobs_version", snap->jobs_version}};
+  std::string why;
+  if (hooks_.sources_ready && !hooks_.sources_ready(&why)) {
+    body["status"] = "degraded";
+    body["detail"] = why;
+    // Stale sources still leave a usable (last good) snapshot: the daemon
+    // keeps answering, and says so.
+  }
+  return JsonResponse(200, body);
+}
+
+ApiResponse Api::GetTopology() {
+  auto snap = state_->snapshot();
+  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no topology loaded yet"}, "/v1/topology");
+  auto r = JsonResponse(200, codec::TopologyToJson(*snap->topology));
+  r.headers.emplace_back("Drainwise-Topology-Version", std::to_string(snap->topology_version));
+  r.headers.emplace_back("ETag", fmt::format("\"topology-{}\"", snap->topology_version));
+  return r;
+}
+
+ApiResponse Api::PutTopology(const ApiRequest& req) {
+  auto body = ParseBody(req);
+  if (!body) return ErrorResponse(body.error(), "/v1/topology");
+  auto out = state_->PutTopology(*body, "api" + (req.peer.empty() ? "" : ":" + req.peer));
+  if (!out) return ErrorResponse(out.error(), "/v1/topology");
+  auto snap = state_->snapshot();
+  return JsonResponse(out->created ? 201 : 200, {{"version", out->version},
+                                                 {"created", out->created},
+                                                 {"nodes", snap->topology->node_count()},
+                                                 {"links", snap->topology->link_count()},
+                                                 {"dropped_jobs", out->dropped_jobs}});
+}
+
+ApiResponse Api::GetJobs() {
+  auto snap = state_->snapshot();
+  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, "/v1/jobs");
+  json jobs = json::array();
+  for (const auto& j : snap->jobs->jobs()) jobs.push_back(codec::JobToJson(j, *snap->topology));
+  auto r = JsonResponse(200, {{"format", codec::kJobsFormat}, {"jobs", std::move(jobs)}});
+  r.headers.emplace_back("Drainwise-Jobs-Version", std::to_string(snap->jobs_version));
+  return r;
+}
+
+ApiResponse Api::GetJob(const std::string& id) {
+  auto snap = state_->snapshot();
+  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"});
+  auto j = snap->jobs->FindJob(id);
+  if (!j) return ErrorResponse(Error{ErrorCode::kNotFound, fmt::format("unknown job '{}'", id)}, "/v1/jobs/" + id);
+  return JsonResponse(200, codec::JobToJson(snap->jobs->job(*j), *snap->topology));
+}
+
+ApiResponse Api::PutJobs(const ApiRequest& req) {
+  auto body = ParseBody(req);
+  if (!body) return ErrorResponse(body.error(), "/v1/jobs");
+  auto out = state_->PutJobs(*body, "api" + (req.peer.empty() ? "" : ":" + req.peer));
+  if (!out) return ErrorResponse(out.error(), "/v1/jobs");
+  auto snap = state_->snapshot();
+  return JsonResponse(out->created ? 201 : 200,
+                      {{"version", out->version}, {"created", out->created}, {"jobs", snap->jobs->size()}});
+}
+
+ApiResponse Api::GetSnapshots(const Query& query) {
+  int limit = 50;
+  if (auto it = query.find("limit"); it != query.end()) limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
+  auto docs = state_->store().ListDocuments(std::nullopt, limit);
+  if (!docs) return ErrorResponse(docs.error(), "/v1/snapshots");
+  json versions = json::array();
+  for (const auto& d : *docs) {
+    json v = {{"kind", store::DocKindName(d.kind)},
+              {"version", d.version},
+              {"source", d.source},
+              {"created_at", codec::FormatRfc3339(d.created_at)},
+              {"hash", d.hash}};
+    if (d.kind == store::DocKind::kTopology) {
+      v["nodes"] = d.items;
+      v["links"] = d.links;
+    } else {
+      v["items"] = d.items;
+    }
+    versions.push_back(std::move(v));
+  }
+  json current = nullptr;
+  if (auto snap = state_->snapshot()) {
+    const auto& t = *snap->topology;
+    current = {{"topology_version", snap->topology_version},
+               {"jobs_version", snap->jobs_version},
+               {"published_at", codec::FormatRfc3339(state_->published_at())},
+               {"nodes", t.node_count()},
+               {"links", t.link_count()},
+               {"switches", t.switches().size()},
+               {"hosts", t.hosts().size()},
+               {"gpus", t.total_gpus()},
+               {"jobs", snap->jobs->size()},
+               {"dropped_jobs", snap->dropped_jobs}};
+  }
+  return JsonResponse(200, {{"current", current}, {"versions", versions}});
+}
+
+EngineContext Api::Context(const ApiRequest& req, model::SnapshotPtr snapshot) const {
+  EngineContext ctx;
+  ctx.active = state_->ActiveDrainUnion(*snapshot->topology);
+  ctx.active_drain_count = static_cast<int>(state_->active_drains().size());
+  ctx.snapshot = std::move(snapshot);
+  ctx.now = NowSeconds();
+  ctx.stop = req.stop;
+  return ctx;
+}
+
+namespace {
+json RecordJson(const store::AssessmentRecord& r) {
+  json body = json::parse(r.result, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) body = json::object();
+  json out = {{"id", r.id},
+              {"kind", r.kind},
+              {"created_at", codec::FormatRfc3339(r.created_at)},
+              {"ticket", r.ticket},
+              {"requested_by", r.requested_by},
+              {"topology_version", r.topology_version},
+              {"jobs_version", r.jobs_version}};
+  json request = json::parse(r.request, nullptr, false);
+  if (!request.is_discarded()) out["request"] = request;
+  if (!r.verdict.empty()) out["verdict"] = r.verdict;
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (!out.contains(it.key())) out[it.key()] = it.value();
+  }
+  return out;
+}
+}  // namespace
+
+ApiResponse Api::PostAssessment(const ApiRequest& req, const Query& query) {
+  const std::string where = "/v1/assessments";
+  auto body = ParseBody(req);
+  if (!body) return ErrorResponse(body.error(), where);
+  if (!body->is_object()) return ErrorResponse(Error{ErrorCode::kInvalidArgument, "request body: expected an object"}, where);
+  std::string key = req.Header("idempotency-key");
+  if (!key.empty()) {
+    auto prior = state_->store().FindByIdempotencyKey(key);
+    if (!prior) return ErrorResponse(prior.error(), where);
+    if (*prior) {
+      auto r = WantsText(req, query) ? TextResponse(200, engine_->RenderText("assessment", RecordJson(**prior)))
+                                     : JsonResponse(200, RecordJson(**prior));
+      r.headers.emplace_back("Location", where + "/" + (*prior)->id);
+      r.headers.emplace_back("Idempotent-Replayed", "true");
+      return r;
+    }
+  }
+  auto snap = state_->snapshot();
+  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, where);
+  std::string ticket, requested_by;
+  try {
+    codec::ObjectReader r(*body, "");
+    ticket = r.StringOr("ticket", "");
+    requested_by = r.StringOr("requested_by", "");
+  } catch (const codec::FieldError& e) {
+    return ErrorResponse(Error{ErrorCode::kInvalidArgument, e.what()}, where);
+  }
+  auto result = engine_->Assess(Context(req, snap), *body);
+  if (!result) return ErrorResponse(result.error(), where);
+  store::AssessmentRecord rec;
+  rec.id = NewId("a", sequence_);
+  rec.created_at = NowSeconds();
+  rec.kind = "assessment";
+  rec.ticket = ticket;
+  rec.requested_by = requested_by;
+  rec.topology_version = snap->topology_version;
+  rec.jobs_version = snap->jobs_version;
+  rec.verdict = result->verdict;
+  rec.idempotency_key = key;
+  rec.request = body->dump();
+  rec.result = result->body.dump();
+  if (auto st = state_->store().PutAssessment(rec); !st) return ErrorResponse(st.error(), where);
+  json out = RecordJson(rec);
+  auto r = WantsText(req, query) ? TextResponse(201, engine_->RenderText("assessment", out)) : JsonResponse(201, out);
+  r.headers.emplace_back("Location", where + "/" + rec.id);
+  return r;
+}
+
+ApiResponse Api::GetAssessment(const ApiRequest& req, const std::string& id, const Query& query) {
+  auto rec = state_->store().GetAssessment(id);
+  if (!rec) return ErrorResponse(rec.error());
+  if (!*rec) return ErrorResponse(Error{ErrorCode::kNotFound, fmt::format("unknown assessment '{}'", id)});
+  json out = RecordJson(**rec);
+  if (WantsText(req, query)) return TextResponse(200, engine_->RenderText((*rec)->kind, out));
+  return JsonResponse(200, out);
+}
+
+ApiResponse Api::ListAssessments(const ApiRequest& req, const Query& query) {
+  std::string ticket = query.count("ticket") ? query.at("ticket") : "";
+  int limit = 50;
+  if (auto it = query.find("limit"); it != query.end()) limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
+  auto recs = state_->store().ListAssessments(ticket, limit);
+  if (!recs) return ErrorResponse(recs.error());
+  json list = json::array();
+  for (const auto& r : *recs) {
+    json request = json::parse(r.request, nullptr, false);
+    json item = {{"id", r.id},
+                 {"kind", r.kind},
+                 {"created_at", codec::FormatRfc3339(r.created_at)},
+                 {"ticket", r.ticket},
+                 {"requested_by", r.requested_by},
+                 {"verdict", r.verdict},
+                 {"topology_version", r.topology_version},
+                 {"jobs_version", r.jobs_version}};
+    if (!request.is_discarded() && request.contains("drain")) item["drain"] = request["drain"];
+    list.push_back(std::move(item));
+  }
+  if (WantsText(req, query)) {
+    std::string out = fmt::format("{} {} {} {} {}\n", Pad("ID", 30), Pad("CREATED", 21), Pad("KIND", 11),
+                                  Pad("VERDICT", 8), "TICKET");
+    for (const auto& r : *recs) {
+      out += fmt::format("{} {} {} {} {}\n", Pad(r.id, 30), Pad(codec::FormatRfc3339(r.created_at), 21),
+                         Pad(r.kind, 11), Pad(r.verdict.empty() ? "-" : r.verdict, 8), r.ticket);
+    }
+    return TextResponse(200, out);
+  }
+  return JsonResponse(200, {{"assessments", list}});
+}
+
+ApiResponse Api::DrainCandidates(const ApiRequest& req, const Query& query) {
+  auto snap = state_->snapshot();
+  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"});
+  std::string tier = query.count("tier") ? query.at("tier") : "";
+  std::vector<std::string> switches;
+  if (auto it = query.find("switches"); it != query.end()) {
+    std::string_view s = it->second;
+    size_t start = 0;
+    while (start <= s.size()) {
+      size_t end = s.find(',', start);
+      if (end == std::string_view::npos) end = s.size();
+      if (end > start) switches.emplace_back(s.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  if (tier.empty() && switches.empty()) tier = "spine";
+  auto r = engine_->DrainCandidates(Context(req, snap), tier, switches);
+  if (!r) return ErrorResponse(r.error(), "/v1/drain-candidates");
+  (*r)["topology_version"] = snap->topology_version;
+  (*r)["jobs_version"] = snap->jobs_version;
+  if (WantsText(req, query)) return TextResponse(200, engine_->RenderText("candidates", *r));
+  return JsonResponse(200, *r);
+}
+
+ApiResponse Api::PostPlan(const ApiRequest& req, const Query& query) {
+  const std::string where = "/v1/plans";
+  auto body = ParseBody(req);
+  if (!body) return ErrorResponse(body.error(), where);
+  if (!body->is_object()) return ErrorResponse(Error{ErrorCode::kInvalidArgument, "request body: expected an object"}, where);
+  auto snap = state_->snapshot();
+  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, where);
+  auto result = engine_->Plan(Context(req, snap), *body);
+  if (!result) return ErrorResponse(result.error(), where);
+  store::AssessmentRecord rec;
+  rec.id = NewId("p", sequence_);
+  rec.created_at = NowSeconds();
+  rec.kind = "plan";
+  rec.ticket = body->value("ticket", "");
+  rec.requested_by = body->value("requested_by", "");
+  rec.topology_version = snap->topology_version;
+  rec.jobs_version = snap->jobs_version;
+  rec.verdict = result->verdict;
+  rec.request = body->dump();
+  rec.result = result->body.dump();
+  if (auto st = state_->store().PutAssessment(rec); !st) return ErrorResponse(st.error(), where);
+  json out = RecordJson(rec);
+  auto r = WantsText(req, query) ? TextResponse(201, engine_->RenderText("plan", out)) : JsonResponse(201, out);
+  r.headers.emplace_back("Location", "/v1/assessments/" + rec.id);
+  return r;
+}
+
+namespace {
+json DrainJson(const store::DrainRecord& r) {
+  json spec = json::parse(r.spec, nullptr, false);
+  json out = {{"id", r.id},
+              {"ticket", r.ticket},
+              {"requested_by", r.requested_by},
+              {"started_at", codec::FormatRfc3339(r.started_at)},
+              {"drain", spec.is_discarded() ? json() : spec}};
+  out["expected_end"] = r.expected_end ? json(codec::FormatRfc3339(*r.expected_end)) : json();
+  out["ended_at"] = r.ended_at ? json(codec::FormatRfc3339(*r.ended_at)) : json();
+  return out;
+}
+}  // namespace
+
+ApiResponse Api::PostDrain(const ApiRequest& req) {
+  const std::string where = "/v1/drains";
+  auto body = ParseBody(req);
+  if (!body) return ErrorResponse(body.error(), where);
+  auto snap = state_->snapshot();
+  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, where);
+  store::DrainRecord rec;
+  try {
+    codec::ObjectReader r(*body, "");
+    r.RejectUnknown({"drain", "ticket", "requested_by", "expected_end", "assessment"});
+    if (!r.Has("drain")) throw codec::FieldError("drain", "required");
+    auto spec = codec::ParseDrain(r.Raw("drain"));
+    if (!spec) return ErrorResponse(spec.error(), where);
+    if (spec->empty()) throw codec::FieldError("drain", "names no switch and no link");
+    auto resolved = model::ResolveDrain(*spec, *snap->topology);
+    if (!resolved) return ErrorResponse(resolved.error().Wrap("drain"), where);
+    rec.ticket = r.StringOr("ticket", "");
+    rec.requested_by = r.StringOr("requested_by", "");
+    if (r.Has("expected_end")) {
+      auto t = codec::ParseRfc3339(r.String("expected_end"));
+      if (!t) throw codec::FieldError("expected_end", "not an RFC 3339 time");
+      rec.expected_end = *t;
+    }
+    rec.spec = codec::DrainSpecToJson(*spec).dump();
+  } catch (const codec::FieldError& e) {
+    return ErrorResponse(Error{ErrorCode::kInvalidArgument, e.what()}, where);
+  }
+  rec.id = NewId("d", sequence_);
+  rec.started_at = NowSeconds();
+  if (auto st = state_->store().PutDrain(rec); !st) return ErrorResponse(st.error(), where);
+  if (auto st = state_->ReloadDrains(); !st) return ErrorResponse(st.error(), where);
+  auto r = JsonResponse(201, DrainJson(rec));
+  r.headers.emplace_back("Location", where + "/" + rec.id);
+  return r;
+}
+
+ApiResponse Api::ListDrains(const Query& query) {
+  bool all = query.count("all") && (query.at("all") == "true" || query.at("all") == "1");
+  auto recs = state_->store().ListDrains(!all);
+  if (!recs) return ErrorResponse(recs.error());
+  json list = json::array();
+  for (const auto& r : *recs) list.push_back(DrainJson(r));
+  return JsonResponse(200, {{"drains", list}});
+}
+
+ApiResponse Api::DeleteDrain(const std::string& id) {
+  auto ended = state_->store().EndDrain(id, NowSeconds());
+  if (!ended) return ErrorResponse(ended.error());
+  if (!*ended) return ErrorResponse(Error{ErrorCode::kNotFound, fmt::format("no active drain '{}'", id)});
+  if (auto st = state_->ReloadDrains(); !st) return ErrorResponse(st.error());
+  return JsonResponse(200, {{"id", id}, {"ended", true}});
+}
+
+ApiResponse Api::GetPolicy() { return JsonResponse(200, engine_->PolicyJson()); }
+
+ApiResponse Api::PutPolicy(const ApiRequest& req) {
+  auto body = ParseBody(req);
+  if (!body) return ErrorResponse(body.error(), "/v1/policy");
+  if (auto st = engine_->SetPolicy(*body); !st) return ErrorResponse(st.error(), "/v1/policy");
+  store::DocumentInfo info;
+  info.kind = store::DocKind::kPolicy;
+  info.source = "api" + (req.peer.empty() ? "" : ":" + req.peer);
+  auto put = state_->store().PutDocument(info, body->dump());
+  if (!put) return ErrorResponse(put.error(), "/v1/policy");
+  return JsonResponse(put->created ? 201 : 200, {{"version", put->version}, {"created", put->created}});
+}
+
+}  // namespace drainwise::server
