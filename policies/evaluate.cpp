@@ -208,7 +208,7 @@ void EvaluateCapacity(const FabricRule& rule, const FabricState& s, Verdict& v) 
     std::vector<std::string> elements =
         SortedNames(t, std::vector<NodeId>(g.switches.begin(), g.switches.end()));
     std::string message = fmt::format(
-        "{}% of the {}'s link capacity would be out of service ({} of {} Gb/s, active drains included), "
+        "{}% of the link capacity of the {} would be out of service ({} of {} Gb/s, active drains included), "
         "above the {}% limit",
         Num(pct), where, Num(g.capacity.drained_bps / 1e9), Num(g.capacity.total_bps / 1e9), Num(rule.limit));
     v.reasons.push_back(Reason{rule.name, rule.action, false, where, {}, {}, std::move(elements),
