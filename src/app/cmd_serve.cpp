@@ -28,6 +28,7 @@ struct ServeArgs {
   std::string listen;
   std::string db;
   std::string log_level;
+  std::string port_file;
   bool demo = false;
 };
 
@@ -109,6 +110,18 @@ int RunServe(const ServeArgs& args) {
     return 1;
   }
   log->info("listening on {} (port {})", cfg.server.listen, http.port());
+  if (!args.port_file.empty()) {
+    // Written after the socket is bound: tests and supervisors using port 0
+    // learn the real port here.
+    std::string tmp = args.port_file + ".tmp";
+    if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+      std::fprintf(f, "%u\n", http.port());
+      std::fclose(f);
+      std::rename(tmp.c_str(), args.port_file.c_str());
+    } else {
+      log->error("cannot write port file {}", args.port_file);
+    }
+  }
 
   boost::asio::io_context signals_ctx;
   boost::asio::signal_set signals(signals_ctx, SIGINT, SIGTERM);
@@ -133,6 +146,7 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   cmd->add_option("--listen", args->listen, "HOST:PORT to listen on (default 127.0.0.1:8080)");
   cmd->add_option("--db", args->db, "SQLite database path (default drainwise.db)");
   cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn, error");
+  cmd->add_option("--port-file", args->port_file, "Write the bound port here once listening (for --listen HOST:0)");
   cmd->add_flag("--demo", args->demo, "Load the embedded demo fabric as a new version");
   cmd->callback([args, exit_code] { *exit_code = RunServe(*args); });
 }

@@ -146,7 +146,13 @@ Result<json> ParseJsonText(std::string_view text) {
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
-    return InvalidArgument(fmt::format("malformed JSON at byte {}: {}", e.byte, e.what()));
+    // Drop nlohmann's "[json.exception.parse_error.101] " prefix: operators
+    // need the position and the reason, not the library's error id.
+    std::string_view what = e.what();
+    if (auto pos = what.find("] "); what.rfind("[json.exception", 0) == 0 && pos != std::string_view::npos) {
+      what.remove_prefix(pos + 2);
+    }
+    return InvalidArgument(fmt::format("malformed JSON at byte {}: {}", e.byte, what));
   }
 }
 

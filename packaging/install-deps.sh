@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package that building and testing drainwise needs.
+# Idempotent and non-interactive: packages already present are left alone, and
+# `apt-get update` runs only when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache
+  libboost-dev libboost-system-dev   # Asio + Beast: the HTTP server and clients
+  libssl-dev                         # TLS for the server and https:// sources
+  nlohmann-json3-dev                 # JSON documents and the REST API
+  libsqlite3-dev sqlite3             # the versioned store and audit trail
+  libspdlog-dev libfmt-dev           # logging and formatting
+  libexpected-dev                    # tl::expected, the one result type
+  libcli11-dev                       # the command line
+  doctest-dev                        # unit and end-to-end tests
+  libbenchmark-dev                   # bench/ (run on demand)
+  curl python3                       # end-to-end tests and the quick start
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "installing: ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

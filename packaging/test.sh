@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# README command 2 (and .ci/run): install what is missing, build, and run the
+# whole test suite twice: an optimised build, then under ASan + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+packaging/install-deps.sh
+start=$(date +%s)
+packaging/build.sh release
+(cd build && ctest --output-on-failure -j 2)
+if [ "${DRAINWISE_SKIP_ASAN:-0}" != "1" ]; then
+  packaging/build.sh asan
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+     ctest --output-on-failure -j 2)
+fi
+echo "test.sh: all suites passed in $(( $(date +%s) - start )) s"

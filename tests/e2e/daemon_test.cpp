@@ -1,0 +1,105 @@
+// End to end: the real `drainwise serve` binary on 127.0.0.1, an ephemeral
+// port and a throw-away database.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "testing/daemon.h"
+#include "testing/fabrics.h"
+
+using namespace drainwise;
+using nlohmann::json;
+
+namespace {
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_CASE("an empty database starts on the demo fabric") {
+  testing::Daemon d;
+  REQUIRE_MESSAGE(d.started(), d.log());
+  CHECK(d.Get("/healthz").status == 200);
+  auto ready = d.Get("/readyz");
+  CHECK(ready.status == 200);
+  auto topo = d.Get("/v1/topology");
+  REQUIRE(topo.status == 200);
+  auto t = topo.Json();
+  CHECK(t["format"] == "drainwise.topology/v1");
+  CHECK(t["name"] == "demo");
+  CHECK(topo.headers["drainwise-topology-version"] == "1");
+  auto jobs = d.Get("/v1/jobs").Json();
+  CHECK(jobs["jobs"].size() == 15);
+  // One log line per request, with method, path and status.
+  CHECK(d.log().find("GET /v1/topology 200") != std::string::npos);
+}
+
+TEST_CASE("a rejected PUT changes nothing, and a restart serves the last accepted versions") {
+  std::string dir = testing::MakeTempDir();
+  json small = testing::TwoByTwo();
+  {
+    testing::Daemon d({}, dir);
+    REQUIRE_MESSAGE(d.started(), d.log());
+    auto put = d.Call("PUT", "/v1/topology", small.dump());
+    CHECK(put.status == 201);
+    CHECK(put.Json()["version"] == 2);  // the demo was version 1
+    json bad = small;
+    bad["links"].push_back({{"a", "leaf0"}, {"b", "spine-9"}, {"gbps", 100}});
+    auto rejected = d.Call("PUT", "/v1/topology", bad.dump());
+    CHECK(rejected.status == 400);
+    CHECK(rejected.headers["content-type"] == "application/problem+json");
+    CHECK(rejected.Json()["detail"].get<std::string>().find("spine-9") != std::string::npos);
+    CHECK(d.Get("/v1/topology").Json()["name"] == "2x2");
+    json jobs = {{"format", "drainwise.jobs/v1"}, {"jobs", {{{"id", "train-1"}, {"hosts", {"h0", "h3"}}}}}};
+    CHECK(d.Call("PUT", "/v1/jobs", jobs.dump()).status == 201);
+    CHECK(d.Stop() == 0);
+  }
+  {
+    testing::Daemon d({}, dir);
+    REQUIRE_MESSAGE(d.started(), d.log());
+    auto topo = d.Get("/v1/topology");
+    CHECK(topo.Json()["name"] == "2x2");
+    CHECK(topo.headers["drainwise-topology-version"] == "2");
+    auto jobs = d.Get("/v1/jobs").Json();
+    REQUIRE(jobs["jobs"].size() == 1);
+    CHECK(jobs["jobs"][0]["id"] == "train-1");
+    auto snaps = d.Get("/v1/snapshots").Json();
+    CHECK(snaps["current"]["topology_version"] == 2);
+    CHECK(snaps["current"]["jobs_version"] == 2);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the 32k preset is generated in seconds and accepted by the daemon") {
+  std::string dir = testing::MakeTempDir();
+  std::string out;
+  auto start = std::chrono::steady_clock::now();
+  REQUIRE(testing::RunDrainwise({"fabric", "--preset", "32k", "--out", dir}, &out) == 0);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MESSAGE("drainwise fabric --preset 32k: " << seconds << " s: " << out);
+  CHECK(seconds < 30);  // generous for sanitizer builds; ~0.5 s optimised
+  testing::Daemon d;
+  REQUIRE_MESSAGE(d.started(), d.log());
+  auto put = d.Call("PUT", "/v1/topology", Slurp(dir + "/topology.json"));
+  CHECK(put.status == 201);
+  CHECK(put.Json()["nodes"] == 5632);
+  auto jobs = d.Call("PUT", "/v1/jobs", Slurp(dir + "/jobs.json"));
+  CHECK(jobs.status == 201);
+  CHECK(d.Get("/v1/snapshots").Json()["current"]["gpus"] == 32768);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bad command lines exit 2; an unusable database exits 1 with its path") {
+  std::string out, err;
+  CHECK(testing::RunDrainwise({"frobnicate"}, &out, &err) == 2);
+  CHECK(testing::RunDrainwise({"serve", "--db", "/nonexistent-dir/x.db", "--listen", "127.0.0.1:0"}, &out, &err) == 1);
+  CHECK(err.find("/nonexistent-dir/x.db") != std::string::npos);
+  CHECK(testing::RunDrainwise({"--version"}, &out, &err) == 0);
+  CHECK(out.find("drainwise ") == 0);
+}

@@ -1,0 +1,177 @@
+// The REST API in-process: no sockets, a fake engine, a real store.
+#include <doctest/doctest.h>
+
+#include "codec/native.h"
+#include "server/api.h"
+#include "server/state.h"
+#include "store/store.h"
+#include "testing/fabrics.h"
+
+using namespace drainwise;
+using nlohmann::json;
+
+namespace {
+
+class FakeEngine : public server::Engine {
+ public:
+  int assessments = 0;
+  server::EngineContext last;
+  Result<server::EngineResult> Assess(const server::EngineContext& ctx, const json& request) override {
+    ++assessments;
+    last = ctx;
+    if (!request.contains("drain")) return InvalidArgument("drain: required");
+    return server::EngineResult{{{"jobs", json::array()}, {"echo", request["drain"]}}, "allow"};
+  }
+  Result<json> DrainCandidates(const server::EngineContext&, const std::string& tier,
+                               const std::vector<std::string>& switches) override {
+    return json{{"tier", tier}, {"switches", switches}};
+  }
+  Result<server::EngineResult> Plan(const server::EngineContext&, const json&) override {
+    return server::EngineResult{{{"batches", json::array()}}, "allow"};
+  }
+  json PolicyJson() const override { return {{"name", "fake"}}; }
+  Status SetPolicy(const json& p) override {
+    if (!p.contains("name")) return InvalidArgument("name: required");
+    return {};
+  }
+  std::string RenderText(std::string_view kind, const json& body) const override {
+    return std::string(kind) + " " + body.value("verdict", "");
+  }
+};
+
+struct Fixture {
+  std::unique_ptr<store::Store> db = std::move(*store::Store::Open(":memory:"));
+  server::State state{db.get()};
+  FakeEngine engine;
+  server::Api api{&state, &engine};
+
+  server::ApiResponse Call(std::string method, std::string target, std::string body = "",
+                           std::map<std::string, std::string> headers = {}) {
+    server::ApiRequest r;
+    r.method = std::move(method);
+    r.target = std::move(target);
+    r.body = std::move(body);
+    r.headers = std::move(headers);
+    return api.Handle(r);
+  }
+};
+
+json Jobs() {
+  return {{"format", "drainwise.jobs/v1"}, {"jobs", {{{"id", "j1"}, {"hosts", {"h0", "h2"}}, {"priority", 50}}}}};
+}
+
+}  // namespace
+
+TEST_CASE("before any topology: live, not ready, 503 on reads") {
+  Fixture f;
+  CHECK(f.Call("GET", "/healthz").status == 200);
+  auto r = f.Call("GET", "/readyz");
+  CHECK(r.status == 503);
+  CHECK(r.content_type == "application/problem+json");
+  CHECK(f.Call("GET", "/v1/topology").status == 503);
+  CHECK(f.Call("PUT", "/v1/jobs", Jobs().dump()).status == 409);
+}
+
+TEST_CASE("PUT topology then jobs; a rejected document changes nothing") {
+  Fixture f;
+  auto r = f.Call("PUT", "/v1/topology", testing::TwoByTwo().dump());
+  CHECK(r.status == 201);
+  CHECK(json::parse(r.body)["version"] == 1);
+  CHECK(f.Call("PUT", "/v1/jobs", Jobs().dump()).status == 201);
+  // Same document again: no new version.
+  r = f.Call("PUT", "/v1/topology", testing::TwoByTwo().dump());
+  CHECK(r.status == 200);
+  CHECK(json::parse(r.body)["created"] == false);
+
+  json bad = testing::TwoByTwo();
+  bad["links"].push_back({{"a", "leaf0"}, {"b", "spine-9"}, {"gbps", 100}});
+  r = f.Call("PUT", "/v1/topology", bad.dump());
+  CHECK(r.status == 400);
+  CHECK(r.content_type == "application/problem+json");
+  auto problem = json::parse(r.body);
+  CHECK(problem["status"] == 400);
+  CHECK(problem["detail"].get<std::string>().find("unknown node 'spine-9'") != std::string::npos);
+  auto topo = f.Call("GET", "/v1/topology");
+  CHECK(topo.status == 200);
+  CHECK(json::parse(topo.body) == codec::TopologyToJson(testing::TopologyFromJson(testing::TwoByTwo())));
+
+  r = f.Call("PUT", "/v1/jobs", R"({"format":"drainwise.jobs/v1","jobs":[{"id":"x","hosts":["nope"]}]})");
+  CHECK(r.status == 400);
+  CHECK(json::parse(r.body)["detail"] == "jobs[0] ('x'): hosts[0]: unknown host 'nope'");
+  CHECK(json::parse(f.Call("GET", "/v1/jobs").body)["jobs"].size() == 1);
+  CHECK(f.Call("GET", "/v1/jobs/j1").status == 200);
+  CHECK(f.Call("GET", "/v1/jobs/zzz").status == 404);
+
+  auto snaps = json::parse(f.Call("GET", "/v1/snapshots").body);
+  CHECK(snaps["current"]["topology_version"] == 1);
+  CHECK(snaps["current"]["jobs_version"] == 1);
+  CHECK(snaps["versions"].size() == 2);
+}
+
+TEST_CASE("malformed bodies, unknown routes and methods") {
+  Fixture f;
+  auto r = f.Call("PUT", "/v1/topology", "{not json");
+  CHECK(r.status == 400);
+  CHECK(json::parse(r.body)["detail"].get<std::string>().rfind("request body: malformed JSON at byte 3: parse error at line 1, column 3", 0) == 0);
+  CHECK(f.Call("PUT", "/v1/topology", "").status == 400);
+  CHECK(f.Call("GET", "/v2/whatever").status == 404);
+  CHECK(f.Call("DELETE", "/v1/topology").status == 405);
+}
+
+TEST_CASE("assessments are stored, found by ticket, and idempotent") {
+  Fixture f;
+  f.Call("PUT", "/v1/topology", testing::TwoByTwo().dump());
+  json req = {{"drain", {{"switches", {"spine0"}}}}, {"ticket", "CHG-7"}, {"requested_by", "bob"}};
+  auto r = f.Call("POST", "/v1/assessments", req.dump(), {{"idempotency-key", "abc"}});
+  REQUIRE(r.status == 201);
+  auto body = json::parse(r.body);
+  std::string id = body["id"];
+  CHECK(body["verdict"] == "allow");
+  CHECK(body["ticket"] == "CHG-7");
+  CHECK(body["topology_version"] == 1);
+  auto again = f.Call("POST", "/v1/assessments", req.dump(), {{"idempotency-key", "abc"}});
+  CHECK(again.status == 200);
+  CHECK(json::parse(again.body)["id"] == id);
+  CHECK(f.engine.assessments == 1);  // the replay did not simulate again
+  CHECK(json::parse(f.Call("GET", "/v1/assessments/" + id).body)["echo"]["switches"][0] == "spine0");
+  CHECK(json::parse(f.Call("GET", "/v1/assessments?ticket=CHG-7").body)["assessments"].size() == 1);
+  CHECK(f.Call("GET", "/v1/assessments/nope").status == 404);
+  auto text = f.Call("GET", "/v1/assessments/" + id + "?format=text");
+  CHECK(text.content_type.rfind("text/plain", 0) == 0);
+  CHECK(text.body == "assessment allow\n");
+  CHECK(f.Call("POST", "/v1/assessments", R"({"ticket":"x"})").status == 400);
+}
+
+TEST_CASE("active drains are recorded, applied to assessments, and ended") {
+  Fixture f;
+  f.Call("PUT", "/v1/topology", testing::TwoByTwo().dump());
+  auto r = f.Call("POST", "/v1/drains", R"({"drain":{"switches":["spine1"]},"ticket":"CHG-1"})");
+  REQUIRE(r.status == 201);
+  std::string id = json::parse(r.body)["id"];
+  CHECK(f.Call("POST", "/v1/drains", R"({"drain":{"switches":["spine9"]}})").status == 400);
+  CHECK(json::parse(f.Call("GET", "/v1/drains").body)["drains"].size() == 1);
+  f.Call("POST", "/v1/assessments", R"({"drain":{"switches":["spine0"]}})");
+  CHECK(f.engine.last.active.switches.size() == 1);
+  CHECK(f.engine.last.active_drain_count == 1);
+  CHECK(f.Call("DELETE", "/v1/drains/" + id).status == 200);
+  CHECK(f.Call("DELETE", "/v1/drains/" + id).status == 404);
+  CHECK(json::parse(f.Call("GET", "/v1/drains").body)["drains"].empty());
+  CHECK(json::parse(f.Call("GET", "/v1/drains?all=true").body)["drains"].size() == 1);
+}
+
+TEST_CASE("query parsing and slow-route classification") {
+  auto q = server::ParseQuery("tier=spine&switches=a%2Cb&switches=c&x");
+  CHECK(q["tier"] == "spine");
+  CHECK(q["switches"] == "a,b,c");
+  CHECK(q.count("x") == 1);
+  Fixture f;
+  server::ApiRequest r;
+  r.method = "POST";
+  r.target = "/v1/assessments";
+  CHECK(f.api.IsSlow(r));
+  r.method = "GET";
+  r.target = "/healthz";
+  CHECK_FALSE(f.api.IsSlow(r));
+  r.target = "/v1/assessments/a-1";
+  CHECK(f.api.RouteName(r) == "GET /v1/assessments/{id}");
+}
