@@ -1,0 +1,187 @@
+// Flow-level what-if (docs/model.md, "Flow-level"): every job's collectives
+// as flows, max-min fair sharing of the fabric with a drain applied, per-job
+// comm and iteration times before and after, hot links and who shares them.
+//
+// Model in one paragraph. The workload (flow_workload.h) turns each job's
+// collectives into NIC-to-NIC flows. All flows of all jobs start at t = 0
+// (the conservative case: every job communicates at once). A flow's route is
+// fixed by the routing mode (`spray`: even split per hop over the
+// shortest-path DAG; `spray-path`: even over all shortest paths; `hash`: one
+// ECMP path per flow from a seeded per-hop hash). Rates are max-min fair with
+// those fixed split fractions and recomputed whenever flows finish. A job's
+// bandwidth time is when its last flow finishes; its comm time adds the
+// alpha-beta step latency (steps x (hops x per-hop latency + overhead)); its
+// iteration time is compute + (1 - overlap) x comm.
+//
+// A job is `connected = false` when any of its flows has no path left (a
+// host lost every NIC, or no route between its NICs remains); it then has no
+// comm time and none of its flows take capacity.
+//
+// Units: bits per second, bytes, seconds.
+//
+// Thread safety: everything here is pure. A FlowSimulator is immutable once
+// built and its Simulate() may run concurrently on many drains.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string_view>
+#include <vector>
+
+#include "model/drain.h"
+#include "model/error.h"
+#include "model/ids.h"
+#include "model/snapshot.h"
+
+namespace drainwise::sim {
+
+enum class FlowRouting : uint8_t {
+  kSpray,          // per-hop even split (adaptive routing / packet spraying)
+  kSprayPath,      // even over all equal-cost end-to-end paths
+  kHashResilient,  // one hashed ECMP path per flow; a drain moves only flows on removed paths
+  kHashRehash,     // one hashed ECMP path per flow; a drain re-hashes every flow
+};
+
+std::string_view FlowRoutingName(FlowRouting routing);
+// "spray", "spray-path", "hash" (= resilient), "hash-resilient", "hash-rehash".
+std::optional<FlowRouting> ParseFlowRouting(std::string_view name);
+
+struct FlowOptions {
+  FlowRouting routing = FlowRouting::kSpray;
+  int hash_seeds = 8;   // hash modes: K seeds; results give the mean and the worst
+  uint64_t seed = 1;    // hash modes: seeds are seed, seed + 1, ..., seed + K - 1
+
+  // Fidelity (issue 9). Defaults are for 400G RoCEv2 with 4 KiB MTU.
+  // Share of line rate the transport delivers as payload (headers, ACKs,
+  // retransmissions): applied to every capacity.
+  double goodput = 0.95;
+  double per_hop_latency_s = 1e-6;       // per link of a path (switch + serialization + wire)
+  double per_message_overhead_s = 5e-6;  // per step: NIC + NCCL launch/sync
+  // Links whose utilisation at t = 0 reaches `overload_threshold` lose a
+  // further `overload_penalty` of their capacity (congestion, retransmissions)
+  // and the fluid model is run again. 0 = off.
+  double overload_threshold = 0.95;
+  double overload_penalty = 0.0;
+
+  // Bits per second already used on each directed link (sim/routing.h's
+  // DirectedLinkId) by traffic outside the modelled jobs; empty = none.
+  // Subtracted from the capacity (never below 1% of it).
+  std::vector<double> background_bps;
+
+  int hot_links = 10;           // how many hot links to report
+  int bottlenecks_per_job = 3;  // bottleneck links reported per job
+  int jobs_per_link = 16;       // jobs listed per reported link (the count is always complete)
+
+  // The pure fluid model of the exactness contract: goodput 1, no latency.
+  static FlowOptions Exact() {
+    FlowOptions o;
+    o.goodput = 1.0;
+    o.per_hop_latency_s = 0;
+    o.per_message_overhead_s = 0;
+    return o;
+  }
+};
+
+// Checks ranges: goodput in (0, 1], latencies >= 0, 1 <= hash_seeds <= 1024,
+// penalty in [0, 1), background sized to the topology's directed links.
+Status ValidateFlowOptions(const FlowOptions& options, const model::Topology& topology);
+
+// One side (baseline or drained) of a job's result.
+struct FlowJobSide {
+  bool connected = true;
+  double comm_s = 0;        // bandwidth_s + latency_s (hash modes: mean over seeds)
+  double bandwidth_s = 0;   // when the job's last flow finishes
+  double latency_s = 0;     // alpha-beta step latency
+  double iteration_s = 0;   // compute_s + (1 - overlap) * comm_s
+  double comm_s_worst = 0;  // hash modes: worst seed; otherwise = comm_s
+  double iteration_s_worst = 0;
+  int max_hops = 0;         // links on the longest path any of its flows takes
+};
+
+// A directed link with its utilisation at t = 0 and the jobs crossing it.
+struct FlowLinkUse {
+  uint32_t directed_link = 0;  // DirectedLinkId
+  double utilisation = 0;      // (load + background) / (capacity x goodput)
+  double load_bps = 0;
+  std::vector<model::JobId> jobs;  // ascending, at most options.jobs_per_link
+  size_t job_count = 0;            // all jobs crossing it
+};
+
+struct FlowJobResult {
+  model::JobId job;
+  uint64_t flows = 0;  // inter-host rank-level flows of one iteration
+  FlowJobSide baseline;
+  FlowJobSide drained;
+  // drained.iteration_s / baseline.iteration_s - 1, in percent; empty when
+  // the job is disconnected on either side.
+  std::optional<double> slowdown_pct;
+  std::optional<double> slowdown_pct_worst;  // hash modes: worst seed
+  // Drained, at t = 0: the links that fixed the rates of the job's flows, the
+  // one limiting its last-finishing flow first.
+  std::vector<FlowLinkUse> bottlenecks;
+};
+
+struct FlowModelInfo {
+  FlowRouting routing = FlowRouting::kSpray;
+  int seeds = 1;
+  double goodput = 1;
+  double per_hop_latency_s = 0;
+  double per_message_overhead_s = 0;
+  double overload_threshold = 0;
+  double overload_penalty = 0;
+  bool background = false;
+  size_t links_penalised = 0;  // drained run
+  uint64_t flows = 0;          // rank-level flows
+  size_t demands = 0;          // after merging identical flows of a collective
+  size_t aggregates = 0;       // drained run (first seed): weighted flows given to the solver
+  size_t route_classes = 0;    // drained run: distinct leaf-to-leaf routes
+  size_t tight_links = 0;      // drained run: links that can saturate
+  size_t components_solved = 0;
+  size_t components_reused = 0;  // drained components copied from the baseline
+  size_t events = 0;             // completion batches
+  double simulated_s = 0;        // latest finish, drained run
+};
+
+struct FlowReport {
+  std::vector<FlowJobResult> jobs;  // in JobId order
+  // Per directed link (DirectedLinkId): usable capacity (capacity x goodput,
+  // minus background) and the load at t = 0, baseline and drained (hash
+  // modes: mean over seeds).
+  std::vector<double> capacity_bps;
+  std::vector<double> baseline_load_bps;
+  std::vector<double> drained_load_bps;
+  std::vector<double> background_bps;  // empty when none
+  std::vector<uint8_t> link_down;      // drained
+  std::vector<FlowLinkUse> hot_links;  // drained, highest utilisation first
+  FlowModelInfo model;
+};
+
+// The workload and the baseline of one snapshot under one set of options,
+// computed once; Simulate() then only re-solves what the drain changes.
+class FlowSimulator {
+ public:
+  // Errors: kInvalidArgument for bad options, kCancelled when `stop` fires.
+  static Result<std::shared_ptr<const FlowSimulator>> Create(model::SnapshotPtr snapshot, FlowOptions options,
+                                                             std::stop_token stop = {});
+  ~FlowSimulator();
+
+  // Baseline (no drain) and `drain` applied. Errors: kCancelled.
+  Result<FlowReport> Simulate(const model::Drain& drain, std::stop_token stop = {}) const;
+
+  const FlowOptions& options() const;
+  const model::Snapshot& snapshot() const;
+
+  struct State;  // implementation
+
+ private:
+  explicit FlowSimulator(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// One-shot: Create + Simulate. `snapshot` must stay alive for the call.
+Result<FlowReport> SimulateFlows(const model::Snapshot& snapshot, const model::Drain& drain,
+                                 const FlowOptions& options, std::stop_token stop = {});
+
+}  // namespace drainwise::sim

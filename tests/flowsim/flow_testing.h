@@ -1,0 +1,104 @@
+// Helpers shared by the flow-level tests: tiny fabrics and job documents.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "model/snapshot.h"
+#include "sim/flow_sim.h"
+#include "testing/fabrics.h"
+
+namespace drainwise::flowtest {
+
+using nlohmann::json;
+
+inline json Jobs(json jobs) { return {{"format", "drainwise.jobs/v1"}, {"jobs", std::move(jobs)}}; }
+
+// A job of explicit flows: {{src, dst, bytes}, ...}.
+inline json FlowsJob(const std::string& id, const std::vector<std::tuple<std::string, std::string, double>>& flows,
+                     double compute_ms = 0, double overlap = 0) {
+  json hosts = json::array();
+  json fl = json::array();
+  auto add_host = [&](const std::string& h) {
+    for (const auto& x : hosts) {
+      if (x == h) return;
+    }
+    hosts.push_back(h);
+  };
+  for (const auto& [s, d, b] : flows) {
+    add_host(s);
+    add_host(d);
+    fl.push_back({{"src", s}, {"dst", d}, {"bytes", b}});
+  }
+  return {{"id", id},
+          {"hosts", hosts},
+          {"gpus_per_host", 1},
+          {"iteration",
+           {{"compute_ms", compute_ms}, {"overlap", overlap}, {"collectives", json::array({{{"kind", "flows"}, {"flows", fl}}})}}}};
+}
+
+// A topology document from (id, tier) switches, (id, gpus) hosts and links.
+struct TopoBuilder {
+  json nodes = json::array();
+  json links = json::array();
+  TopoBuilder& Switch(const std::string& id, const std::string& tier) {
+    nodes.push_back({{"id", id}, {"kind", "switch"}, {"tier", tier}});
+    return *this;
+  }
+  TopoBuilder& Host(const std::string& id, int gpus = 1) {
+    nodes.push_back({{"id", id}, {"kind", "host"}, {"gpus", gpus}});
+    return *this;
+  }
+  TopoBuilder& Link(const std::string& a, const std::string& b, double gbps, const std::string& a_port = "") {
+    json l = {{"a", a}, {"b", b}, {"gbps", gbps}};
+    if (!a_port.empty()) l["a_port"] = a_port;
+    links.push_back(l);
+    return *this;
+  }
+  json Build() const { return {{"format", "drainwise.topology/v1"}, {"name", "t"}, {"nodes", nodes}, {"links", links}}; }
+};
+
+struct Run {
+  model::SnapshotPtr snapshot;
+  sim::FlowReport report;
+
+  const sim::FlowJobResult& Job(const std::string& id) const {
+    auto j = snapshot->jobs->FindJob(id);
+    REQUIRE(j.has_value());
+    return report.jobs[j->value];
+  }
+  std::string LinkName(uint32_t directed) const {
+    const auto& t = *snapshot->topology;
+    const auto& l = t.link(model::LinkId(directed / 2));
+    const auto& a = t.node(directed % 2 == 0 ? l.a : l.b).name;
+    const auto& b = t.node(directed % 2 == 0 ? l.b : l.a).name;
+    return a + ">" + b;
+  }
+};
+
+inline Run Simulate(const json& topology, const json& jobs, const json& drain, const sim::FlowOptions& options) {
+  Run r;
+  r.snapshot = testing::SnapshotFromJson(topology, jobs);
+  model::Drain d = testing::DrainOf(*r.snapshot->topology, drain);
+  auto rep = sim::SimulateFlows(*r.snapshot, d, options);
+  REQUIRE_MESSAGE(rep.has_value(), (rep ? "" : rep.error().message));
+  r.report = std::move(*rep);
+  return r;
+}
+
+inline json NoDrain() { return json::object(); }
+
+// testing::TwoByTwo with `gpus` GPUs per host, so that several one-GPU jobs
+// can share a host.
+inline json TwoByTwo(double uplink_gbps, double host_gbps, int gpus = 4) {
+  json t = testing::TwoByTwo(uplink_gbps, host_gbps);
+  for (auto& n : t["nodes"]) {
+    if (n["kind"] == "host") n["gpus"] = gpus;
+  }
+  return t;
+}
+
+}  // namespace drainwise::flowtest
