@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codec/json_reader.h"
+#include "fabric/generator.h"
 #include "policies/evaluate.h"
 #include "policies/policy.h"
 #include "testing/fabrics.h"
@@ -360,6 +361,62 @@ TEST_CASE("capacity drained per tier and pod: golden numbers") {
     REQUIRE(w.unchecked.size() == 1);
     CHECK(w.unchecked[0].message == "topology 'two-pods' has no tier 'superspine'");
   }
+}
+
+TEST_CASE("the default policy on the generated demo fabric") {
+  // demo: 2 pods x 4 spines; per pod 4 groups x 4 rails = 16 leaves, each
+  // wired to every spine of its pod at 400G (64 leaf-spine links per pod).
+  // Spine s of pod p has power "pod<p>-spine-feed-<s % 2>" and plane
+  // "plane-<s>"; superspine ss<plane>-<k> has plane "plane-<plane>" and power
+  // "core-feed-<k % 2>".
+  auto preset = fabric::FindPreset("demo");
+  REQUIRE(preset.has_value());
+  auto built = model::BuildTopology(fabric::GenerateFabric(preset->fabric));
+  REQUIRE_MESSAGE(built.has_value(), built.error().message);
+  const model::Topology& t = *built;
+  Impact impact;
+  impact.topology = &t;
+  auto verdict = [&](json switches) {
+    impact.drain = DrainOf(t, {{"switches", std::move(switches)}});
+    return MustEvaluate(Default(), impact);
+  };
+
+  // Two spines of pod0 on different feeds and planes: 32 of pod0's 64
+  // leaf-spine links = 50%, at the limit.
+  Verdict a = verdict({"p0-spine0", "p0-spine1"});
+  CHECK(a.decision == Decision::kAllow);
+  CHECK(a.reasons.empty());
+
+  // spine0 and spine2 share pod0-spine-feed-0.
+  Verdict b = verdict({"p0-spine0", "p0-spine2"});
+  CHECK(b.decision == Decision::kDeny);
+  REQUIRE(RulesFired(b) == std::vector<std::string>{"power-domain"});
+  CHECK(b.reasons[0].subject == "power 'pod0-spine-feed-0'");
+
+  // Three spines: 48 / 64 = 75% of pod0's spine tier, and a shared feed.
+  Verdict c = verdict({"p0-spine0", "p0-spine1", "p0-spine3"});
+  CHECK(c.decision == Decision::kDeny);
+  CHECK(RulesFired(c) == std::vector<std::string>{"pod-tier-capacity", "power-domain"});
+  CHECK(c.reasons[0].subject == "spine tier in pod 'pod0'");
+  CHECK(std::get<double>(c.reasons[0].measured) == doctest::Approx(75.0));
+
+  // Both superspines of plane 0: different feeds, same plane: warn. Their
+  // links are 4 of the 16 spine-superspine links (25%).
+  Verdict d = verdict({"ss0-0", "ss0-1"});
+  CHECK(d.decision == Decision::kWarn);
+  REQUIRE(RulesFired(d) == std::vector<std::string>{"plane"});
+  CHECK(d.reasons[0].elements == std::vector<std::string>{"ss0-0", "ss0-1"});
+
+  // Switch count, with a count-only policy: eight rail-0 leaves share the
+  // plane "rail-0" and would add plane reasons under the default policy.
+  Policy count_only = FabricOnly(json::array({{{"name", "max-switches"}, {"action", "deny"}, {"max_switches_drained", 8}}}));
+  impact.drain = DrainOf(t, {{"switches", {"p0-leaf0-r0", "p0-leaf1-r0", "p0-leaf2-r0", "p0-leaf3-r0",
+                                           "p1-leaf0-r0", "p1-leaf1-r0", "p1-leaf2-r0", "p1-leaf3-r0"}}});
+  CHECK(MustEvaluate(count_only, impact).decision == Decision::kAllow);  // 8: at the limit
+  impact.active = {DrainOf(t, {{"switches", {"p1-spine3"}}})};
+  Verdict e = MustEvaluate(count_only, impact);  // 8 + 1 active = 9
+  CHECK(e.decision == Decision::kDeny);
+  CHECK(e.reasons.at(0).measured == Value(9.0));
 }
 
 TEST_CASE("change windows: inside passes, outside fires") {
