@@ -102,6 +102,44 @@ void PathTree::Build(const RoutingIndex& index, const DrainMask& mask, Attachmen
   }
 }
 
+void PathTree::BuildUntil(const RoutingIndex& index, const DrainMask& mask, Attachment destination,
+                          std::span<const uint32_t> targets) {
+  const size_t n = index.node_count();
+  destination_ = destination;
+  dist_.assign(n, kUnreachable);
+  count_.assign(n, 0.0);
+  order_.clear();
+  has_counts_ = false;
+  target_.assign(n, 0);
+  size_t missing = 0;
+  for (uint32_t t : targets) {
+    if (!target_[t]) {
+      target_[t] = 1;
+      ++missing;
+    }
+  }
+  auto reach = [&](uint32_t v, uint16_t d) {
+    dist_[v] = d;
+    order_.push_back(v);
+    if (target_[v]) {
+      target_[v] = 0;
+      --missing;
+    }
+  };
+  dist_[destination.host.value] = 0;
+  for (const model::Adjacency& nic : destination.nics) {
+    if (!Alive(mask, nic.link.value, nic.peer.value)) continue;
+    if (dist_[nic.peer.value] == kUnreachable) reach(nic.peer.value, 1);
+  }
+  for (size_t i = 0; i < order_.size() && missing > 0; ++i) {
+    const uint32_t u = order_[i];
+    const uint16_t du = dist_[u];
+    for (const Hop& hop : index.switch_hops(NodeId(u))) {
+      if (dist_[hop.peer] == kUnreachable && Alive(mask, hop.link, hop.peer)) reach(hop.peer, static_cast<uint16_t>(du + 1));
+    }
+  }
+}
+
 bool PathTree::StillShortestUnder(const RoutingIndex& index, const DrainMask& mask) const {
   const model::Topology& topo = index.topology();
   auto has_next_hop = [&](uint32_t u) {

@@ -136,6 +136,16 @@ class PathTree {
   void Build(const RoutingIndex& index, const DrainMask& mask, Attachment destination,
              bool with_counts = false);
 
+  // As Build, but the BFS stops as soon as every switch in `targets` has its
+  // distance (or nothing more is reachable). Distances up to the farthest
+  // target's are exact, farther ones are left kUnreachable, and path counts
+  // are not computed (has_counts() is false). Enough for RoutePair from any
+  // source attachment whose NIC switches are all in `targets`, at a fraction
+  // of a full BFS when they are near (same pod). Added for the flow-level
+  // simulator, which routes many leaf pairs per snapshot.
+  void BuildUntil(const RoutingIndex& index, const DrainMask& mask, Attachment destination,
+                  std::span<const uint32_t> targets);
+
   Attachment destination() const { return destination_; }
   uint16_t distance(NodeId n) const { return dist_[n.value]; }
   std::span<const uint16_t> distances() const { return dist_; }
@@ -161,6 +171,7 @@ class PathTree {
   std::vector<uint16_t> dist_;
   std::vector<double> count_;
   std::vector<uint32_t> order_;
+  std::vector<uint8_t> target_;  // BuildUntil scratch: 1 for a target not yet reached
   bool has_counts_ = false;
 };
 
