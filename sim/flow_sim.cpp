@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <span>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -117,7 +119,9 @@ struct ClassLink {
 
 // Routes between switch pairs (NIC-to-NIC flows: the fabric between the two
 // NICs' switches, shared by every host behind them) and between host pairs
-// (explicit flows, NIC links included), under one mask.
+// (explicit flows, NIC links included), under one mask. A drained table
+// borrows the routes the drain leaves unchanged from the baseline table
+// (which outlives it) instead of copying them.
 struct RouteTable {
   struct Class {
     uint64_t key = 0;
@@ -125,12 +129,14 @@ struct RouteTable {
     int16_t rep_src_nic = kAllNics, rep_dst_nic = kAllNics;
     bool computed = false;
     bool connected = false;
-    bool clean = false;  // copied unchanged from the baseline table
+    bool clean = false;  // the baseline's route, unchanged by the drain
     uint16_t hops = 0;   // switch pair: links between the two switches; host pair: whole path
-    uint32_t first = 0, end = 0;  // into links, sorted by (from, directed)
+    std::span<const ClassLink> links;  // hash modes: sorted by (from, directed)
+    std::span<const LinkShare> shares; // the routing mode's share of each link (> 0 only)
   };
   std::vector<Class> classes;
-  std::vector<ClassLink> links;
+  std::deque<std::vector<ClassLink>> own_links;
+  std::deque<std::vector<LinkShare>> own_shares;
   std::unordered_map<uint64_t, uint32_t> by_key;
 
   static uint64_t SwitchKey(uint32_t a, uint32_t b) { return (static_cast<uint64_t>(a) << 31) | b; }
@@ -153,11 +159,11 @@ struct RouteTable {
     auto it = by_key.find(key);
     return it == by_key.end() ? nullptr : &classes[it->second];
   }
-  std::span<const ClassLink> LinksOf(const Class& c) const { return {links.data() + c.first, links.data() + c.end}; }
+  std::span<const ClassLink> LinksOf(const Class& c) const { return c.links; }
 };
 
-bool ClassTouchesDrain(const RouteTable& table, const RouteTable::Class& c, const model::DrainMask& mask) {
-  for (const ClassLink& l : table.LinksOf(c)) {
+bool ClassTouchesDrain(const RouteTable::Class& c, const model::DrainMask& mask) {
+  for (const ClassLink& l : c.links) {
     if (mask.link_down(LinkOfDirected(l.directed)) || mask.node_down(NodeId(l.from)) || mask.node_down(NodeId(l.to))) {
       return true;
     }
@@ -165,27 +171,24 @@ bool ClassTouchesDrain(const RouteTable& table, const RouteTable::Class& c, cons
   return false;
 }
 
-// Computes every registered class not yet computed: clean ones are copied
+// Computes every registered class not yet computed: clean ones are borrowed
 // from `baseline` (same route when no element of it is down), the rest
 // routed under `mask`, one PathTree per destination.
 void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline,
-                    RouteTable& table) {
-  const model::Topology& topo = index.topology();
+                    bool per_path, bool sort_by_from, RouteTable& table) {
   std::vector<uint32_t> todo;
   for (uint32_t i = 0; i < table.classes.size(); ++i) {
     RouteTable::Class& c = table.classes[i];
     if (c.computed) continue;
     if (baseline != nullptr) {
       const RouteTable::Class* b = baseline->Find(c.key);
-      if (b != nullptr && b->computed && b->connected && !ClassTouchesDrain(*baseline, *b, mask)) {
+      if (b != nullptr && b->computed && b->connected && !ClassTouchesDrain(*b, mask)) {
         c.computed = true;
         c.connected = true;
         c.clean = true;
         c.hops = b->hops;
-        c.first = static_cast<uint32_t>(table.links.size());
-        auto src = baseline->LinksOf(*b);
-        table.links.insert(table.links.end(), src.begin(), src.end());
-        c.end = static_cast<uint32_t>(table.links.size());
+        c.links = b->links;
+        c.shares = b->shares;
         continue;
       }
     }
@@ -210,36 +213,54 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
     return c.rep_src_nic == kAllNics ? index.HostAttachment(NodeId(c.rep_src))
                                      : index.NicAttachment(NodeId(c.rep_src), static_cast<size_t>(c.rep_src_nic));
   };
+  // The BFS of a destination's tree stops once the switches of all its
+  // sources are reached: a same-pod leaf pair costs a pod, not the fabric.
+  std::vector<uint32_t> targets;
+  auto add_targets = [&](const RouteTable::Class& c) {
+    for (const model::Adjacency& nic : src_attachment(c).nics) targets.push_back(nic.peer.value);
+  };
   uint64_t tree_dest = UINT64_MAX;
-  for (uint32_t i : todo) {
+  for (size_t k = 0; k < todo.size(); ++k) {
+    const uint32_t i = todo[k];
     RouteTable::Class& c = table.classes[i];
     if (dest_of(i) != tree_dest) {
-      tree.Build(index, mask, dst_attachment(c));
+      targets.clear();
+      for (size_t m = k; m < todo.size() && dest_of(todo[m]) == dest_of(i); ++m) add_targets(table.classes[todo[m]]);
+      tree.BuildUntil(index, mask, dst_attachment(c), targets);
       tree_dest = dest_of(i);
     }
     const PathTree* t = &tree;
     if (tree.destination().host.value == c.rep_src) {  // a host on both switches: route to its own rep
-      own_tree.Build(index, mask, dst_attachment(c));
+      targets.clear();
+      add_targets(c);
+      own_tree.BuildUntil(index, mask, dst_attachment(c), targets);
       t = &own_tree;
     }
     PairRoute r = ws.Route(index, mask, *t, src_attachment(c));
     c.computed = true;
     c.connected = r.connected;
-    c.first = static_cast<uint32_t>(table.links.size());
     if (r.connected) {
       const bool nic_class = (c.key & kExplicitKey) == 0;
       c.hops = static_cast<uint16_t>(nic_class ? r.hops - 2 : r.hops);
+      auto& links = table.own_links.emplace_back();
+      auto& shares = table.own_shares.emplace_back();
       for (const DagLink& l : ws.links()) {
         if (nic_class && (index.is_host(NodeId(l.from)) || index.is_host(NodeId(l.to)))) continue;
-        table.links.push_back({l.from, l.to, l.directed, l.hop_share, l.path_share});
+        links.push_back({l.from, l.to, l.directed, l.hop_share, l.path_share});
       }
-      std::sort(table.links.begin() + c.first, table.links.end(), [](const ClassLink& x, const ClassLink& y) {
-        return x.from != y.from ? x.from < y.from : x.directed < y.directed;
-      });
+      if (sort_by_from) {
+        std::sort(links.begin(), links.end(), [](const ClassLink& x, const ClassLink& y) {
+          return x.from != y.from ? x.from < y.from : x.directed < y.directed;
+        });
+      }
+      for (const ClassLink& l : links) {
+        const double share = per_path ? l.path_share : l.hop_share;
+        if (share > 0) shares.push_back({l.directed, share});
+      }
+      c.links = links;
+      c.shares = shares;
     }
-    c.end = static_cast<uint32_t>(table.links.size());
   }
-  (void)topo;
 }
 
 // One routed and solved scenario (a mask, a seed).
@@ -329,7 +350,7 @@ void FlowSimulator::State::RouteSpray(const model::DrainMask& mask, const Scenar
   const auto& demands = workload.demands;
   std::vector<int16_t> src_nics, dst_nics;
   for (const FlowDemand& d : demands) RegisterDemand(d, mask, sc.table, src_nics, dst_nics);
-  ComputeClasses(*index, mask, base ? &base->table : nullptr, sc.table);
+  ComputeClasses(*index, mask, base ? &base->table : nullptr, per_path, false, sc.table);
 
   const size_t nd = demands.size();
   std::vector<uint8_t> demand_ok(nd, 0);
@@ -419,13 +440,8 @@ void FlowSimulator::State::RouteSpray(const model::DrainMask& mask, const Scenar
 
   FluidProblem& p = sc.problem;
   p.capacity_bps = sc.capacity_bps;
-  for (const RouteTable::Class& c : sc.table.classes) {
-    for (const ClassLink& l : sc.table.LinksOf(c)) {
-      double share = per_path ? l.path_share : l.hop_share;
-      if (share > 0) p.class_links.push_back({l.directed, share});
-    }
-    p.class_offsets.push_back(static_cast<uint32_t>(p.class_links.size()));
-  }
+  p.classes.reserve(sc.table.classes.size());
+  for (const RouteTable::Class& c : sc.table.classes) p.classes.push_back(c.shares);
   // Aggregate i = demand i; a cut-off job's demands carry nothing.
   p.weight.reserve(nd);
   p.bits.reserve(nd);
@@ -453,7 +469,7 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const Scenari
   const auto& demands = workload.demands;
   std::vector<int16_t> src_nics, dst_nics;
   for (const FlowDemand& d : demands) RegisterDemand(d, mask, sc.table, src_nics, dst_nics);
-  ComputeClasses(*index, mask, base ? &base->table : nullptr, sc.table);
+  ComputeClasses(*index, mask, base ? &base->table : nullptr, false, true, sc.table);
 
   const size_t nd = demands.size();
   sc.demand_hops.assign(nd, 0);
@@ -814,10 +830,11 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
   }
   // Jobs crossing each described link, in one pass over the routes.
   {
-    std::unordered_map<uint32_t, uint32_t> slot;
+    std::vector<uint32_t> slot(ndl, UINT32_MAX);
+    size_t nslots = 0;
     std::vector<FlowLinkUse*> uses;
     auto note = [&](FlowLinkUse& u) {
-      slot.emplace(u.directed_link, static_cast<uint32_t>(slot.size()));
+      if (slot[u.directed_link] == UINT32_MAX) slot[u.directed_link] = static_cast<uint32_t>(nslots++);
       uses.push_back(&u);
     };
     for (auto& u : rep.hot_links) note(u);
@@ -827,9 +844,8 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
     const FluidProblem& p = d0.problem;
     std::vector<std::vector<uint32_t>> class_slots(p.class_count());
     for (size_t c = 0; c < p.class_count(); ++c) {
-      for (uint32_t k = p.class_offsets[c]; k < p.class_offsets[c + 1]; ++k) {
-        auto it = slot.find(p.class_links[k].link);
-        if (it != slot.end()) class_slots[c].push_back(it->second);
+      for (const LinkShare& ls : p.classes[c]) {
+        if (slot[ls.link] != UINT32_MAX) class_slots[c].push_back(slot[ls.link]);
       }
     }
     std::vector<std::pair<uint32_t, uint32_t>> crossing;  // (slot, job)
@@ -837,8 +853,7 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
       if (!(p.bits[a] > 0)) continue;
       uint32_t job = st.workload.demands[d0.agg_demand[a]].job;
       for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
-        auto it = slot.find(p.private_links[k].link);
-        if (it != slot.end()) crossing.push_back({it->second, job});
+        if (slot[p.private_links[k].link] != UINT32_MAX) crossing.push_back({slot[p.private_links[k].link], job});
       }
       for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
         for (uint32_t s : class_slots[p.terms[k].cls]) crossing.push_back({s, job});
@@ -846,10 +861,10 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
     }
     std::sort(crossing.begin(), crossing.end());
     crossing.erase(std::unique(crossing.begin(), crossing.end()), crossing.end());
-    std::vector<std::vector<model::JobId>> by_slot(slot.size());
+    std::vector<std::vector<model::JobId>> by_slot(nslots);
     for (auto [s, j] : crossing) by_slot[s].push_back(model::JobId(j));
     for (FlowLinkUse* u : uses) {
-      const auto& v = by_slot[slot.at(u->directed_link)];
+      const auto& v = by_slot[slot[u->directed_link]];
       u->job_count = v.size();
       u->jobs.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(v.size(), std::max(0, o.jobs_per_link))));
     }

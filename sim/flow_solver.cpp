@@ -7,10 +7,10 @@
 
 namespace drainwise::sim {
 
-uint32_t FluidProblem::AddClass(const std::vector<LinkShare>& links) {
-  class_links.insert(class_links.end(), links.begin(), links.end());
-  class_offsets.push_back(static_cast<uint32_t>(class_links.size()));
-  return static_cast<uint32_t>(class_offsets.size() - 2);
+uint32_t FluidProblem::AddClass(std::vector<LinkShare> links) {
+  owned_classes.push_back(std::move(links));
+  classes.emplace_back(owned_classes.back());
+  return static_cast<uint32_t>(classes.size() - 1);
 }
 
 uint32_t FluidProblem::AddAggregate(double w, double b, const std::vector<LinkShare>& priv,
@@ -301,9 +301,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     std::vector<double> class_bound = ClassRateBounds(p);
     std::vector<double> link_bound(nl, 0.0);
     for (size_t c = 0; c < nc; ++c) {
-      for (uint32_t k = p.class_offsets[c]; k < p.class_offsets[c + 1]; ++k) {
-        link_bound[p.class_links[k].link] += p.class_links[k].share * class_bound[c];
-      }
+      for (const LinkShare& ls : p.classes[c]) link_bound[ls.link] += ls.share * class_bound[c];
     }
     for (size_t l = 0; l < nl; ++l) {
       if (link_bound[l] > p.capacity_bps[l] * (1 + 1e-9)) tight[l] = 1;
@@ -312,8 +310,11 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   for (size_t l = 0; l < nl; ++l) sol.tight_links += tight[l];
   std::vector<uint8_t> class_tight(nc, 0);
   for (size_t c = 0; c < nc; ++c) {
-    for (uint32_t k = p.class_offsets[c]; k < p.class_offsets[c + 1] && !class_tight[c]; ++k) {
-      class_tight[c] = tight[p.class_links[k].link];
+    for (const LinkShare& ls : p.classes[c]) {
+      if (tight[ls.link]) {
+        class_tight[c] = 1;
+        break;
+      }
     }
   }
   if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
@@ -330,8 +331,8 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   }
   for (uint32_t c = 0; c < nc; ++c) {
     if (!class_tight[c]) continue;
-    for (uint32_t k = p.class_offsets[c]; k < p.class_offsets[c + 1]; ++k) {
-      if (tight[p.class_links[k].link]) uf.Union(static_cast<uint32_t>(na + c), static_cast<uint32_t>(na + nc + p.class_links[k].link));
+    for (const LinkShare& ls : p.classes[c]) {
+      if (tight[ls.link]) uf.Union(static_cast<uint32_t>(na + c), static_cast<uint32_t>(na + nc + ls.link));
     }
   }
   // Dense component ids in order of first aggregate; members grouped.
@@ -418,8 +419,8 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
       lp.term_off.push_back(static_cast<uint32_t>(lp.terms.size()));
     }
     for (uint32_t c : classes_used) {
-      for (uint32_t k = p.class_offsets[c]; k < p.class_offsets[c + 1]; ++k) {
-        if (tight[p.class_links[k].link]) lp.class_links.push_back({local_link(p.class_links[k].link), p.class_links[k].share});
+      for (const LinkShare& ls : p.classes[c]) {
+        if (tight[ls.link]) lp.class_links.push_back({local_link(ls.link), ls.share});
       }
       lp.class_off.push_back(static_cast<uint32_t>(lp.class_links.size()));
       class_local[c] = UINT32_MAX;
@@ -494,9 +495,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   }
   for (size_t c = 0; c < nc; ++c) {
     if (class_rate[c] == 0) continue;
-    for (uint32_t k = p.class_offsets[c]; k < p.class_offsets[c + 1]; ++k) {
-      sol.load0_bps[p.class_links[k].link] += class_rate[c] * p.class_links[k].share;
-    }
+    for (const LinkShare& ls : p.classes[c]) sol.load0_bps[ls.link] += class_rate[c] * ls.share;
   }
   for (double f : sol.finish_s) {
     if (std::isfinite(f)) sol.makespan_s = std::max(sol.makespan_s, f);

@@ -27,7 +27,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <limits>
+#include <span>
 #include <stop_token>
 #include <vector>
 
@@ -48,10 +50,17 @@ struct ClassTerm {
 };
 
 struct FluidProblem {
+  FluidProblem() = default;
+  FluidProblem(FluidProblem&&) = default;
+  FluidProblem& operator=(FluidProblem&&) = default;
+  FluidProblem(const FluidProblem&) = delete;  // classes may view owned storage
+
   std::vector<double> capacity_bps;  // per directed link, > 0 where used
 
-  std::vector<uint32_t> class_offsets{0};  // CSR into class_links
-  std::vector<LinkShare> class_links;
+  // Class c's links. The spans view storage that outlives the problem (a
+  // cached baseline's routes, shared by every drained run) or owned_classes.
+  std::vector<std::span<const LinkShare>> classes;
+  std::deque<std::vector<LinkShare>> owned_classes;
 
   std::vector<double> weight;  // per aggregate: number of identical flows (> 0)
   std::vector<double> bits;    // per aggregate: size of each flow
@@ -61,8 +70,9 @@ struct FluidProblem {
   std::vector<ClassTerm> terms;
 
   size_t aggregate_count() const { return weight.size(); }
-  size_t class_count() const { return class_offsets.size() - 1; }
-  uint32_t AddClass(const std::vector<LinkShare>& links);
+  size_t class_count() const { return classes.size(); }
+  // Appends a class that the problem owns; returns its index.
+  uint32_t AddClass(std::vector<LinkShare> links);
   // Appends an aggregate; returns its index.
   uint32_t AddAggregate(double weight, double bits, const std::vector<LinkShare>& private_links,
                         const std::vector<ClassTerm>& terms);
