@@ -14,6 +14,7 @@
 #include "codec/native.h"
 #include "config/config.h"
 #include "fabric/generator.h"
+#include "policies/policy.h"
 #include "server/api.h"
 #include "server/http_server.h"
 #include "server/state.h"
@@ -102,7 +103,29 @@ int RunServe(const ServeArgs& args) {
     log->warn("no snapshot yet: waiting for sources or PUT /v1/topology");
   }
 
-  auto engine = MakeEngine(cfg.simulation, cfg.advisor, Logger("engine"));
+  auto advisor_options = ParseAdvisorOptions(cfg.advisor, cfg.simulation);
+  if (!advisor_options) {
+    log->error("config: {}", advisor_options.error().message);
+    return 1;
+  }
+  // The policy: the config's file, else the last one stored by PUT
+  // /v1/policy, else the built-in default.
+  Result<policies::Policy> policy = policies::DefaultPolicy();
+  std::string policy_source = "built-in default";
+  if (!cfg.policy_file.empty()) {
+    policy = policies::LoadPolicyFile(cfg.policy_file);
+    policy_source = cfg.policy_file;
+  } else if (auto stored = (*store)->LatestDocument(store::DocKind::kPolicy); stored && *stored) {
+    policy = policies::ParsePolicyText((*stored)->body);
+    policy_source = fmt::format("stored v{}", (*stored)->info.version);
+  }
+  if (!policy) {
+    log->error("policy ({}): {}", policy_source, policy.error().message);
+    return 1;
+  }
+  log->info("policy '{}' from {} ({} job rules, {} fabric rules)", policy->name, policy_source,
+            policy->job_rules.size(), policy->fabric_rules.size());
+  auto engine = MakeEngine(*advisor_options, std::move(*policy), Logger("engine"));
   server::Api api(&state, engine.get());
   server::HttpServer http(&api, cfg.server, http_log);
   if (auto st = http.Start(); !st) {

@@ -1,32 +1,249 @@
 #include "app/engine_impl.h"
 
+#include <chrono>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "codec/json_reader.h"
+#include "codec/native.h"
+#include "report/advisor_report.h"
+
 namespace drainwise::app {
+
+using nlohmann::json;
+
+Result<sim::FlowOptions> ParseFlowOptions(const json& simulation) {
+  sim::FlowOptions o;
+  try {
+    codec::ObjectReader r(simulation, "simulation");
+    r.RejectUnknown({"routing", "hash_seeds", "seed", "goodput", "per_hop_latency_us", "per_message_overhead_us",
+                     "overload_threshold", "overload_penalty", "hot_links"});
+    if (r.Has("routing")) {
+      auto m = sim::ParseFlowRouting(r.String("routing"));
+      if (!m) throw codec::FieldError(r.Child("routing"), "expected spray, spray-path, hash, hash-resilient or hash-rehash");
+      o.routing = *m;
+    }
+    o.hash_seeds = static_cast<int>(r.IntOr("hash_seeds", o.hash_seeds));
+    o.seed = static_cast<uint64_t>(r.IntOr("seed", static_cast<int64_t>(o.seed)));
+    o.goodput = r.NumberOr("goodput", o.goodput);
+    o.per_hop_latency_s = r.NumberOr("per_hop_latency_us", o.per_hop_latency_s * 1e6) / 1e6;
+    o.per_message_overhead_s = r.NumberOr("per_message_overhead_us", o.per_message_overhead_s * 1e6) / 1e6;
+    o.overload_threshold = r.NumberOr("overload_threshold", o.overload_threshold);
+    o.overload_penalty = r.NumberOr("overload_penalty", o.overload_penalty);
+    o.hot_links = static_cast<int>(r.IntOr("hot_links", o.hot_links));
+    if (!(o.goodput > 0 && o.goodput <= 1)) throw codec::FieldError(r.Child("goodput"), "must be within (0, 1]");
+    if (o.hash_seeds < 1 || o.hash_seeds > 1024) throw codec::FieldError(r.Child("hash_seeds"), "must be 1..1024");
+    if (o.per_hop_latency_s < 0) throw codec::FieldError(r.Child("per_hop_latency_us"), "must be >= 0");
+    if (o.per_message_overhead_s < 0) throw codec::FieldError(r.Child("per_message_overhead_us"), "must be >= 0");
+    if (o.overload_penalty < 0 || o.overload_penalty >= 1) {
+      throw codec::FieldError(r.Child("overload_penalty"), "must be within [0, 1)");
+    }
+  } catch (const codec::FieldError& e) {
+    return InvalidArgument(e.what());
+  }
+  return o;
+}
+
+Result<advisor::AdvisorOptions> ParseAdvisorOptions(const json& advisor_json, const json& simulation) {
+  advisor::AdvisorOptions o;
+  auto flow = ParseFlowOptions(simulation);
+  if (!flow) return tl::unexpected(flow.error());
+  o.flow = *flow;
+  try {
+    codec::ObjectReader r(advisor_json, "advisor");
+    r.RejectUnknown({"default_restart_cost_s", "default_checkpoint_interval_s", "max_migrations",
+                     "worse_tolerance_pct", "max_alternatives"});
+    o.default_restart_cost_s = r.NumberOr("default_restart_cost_s", o.default_restart_cost_s);
+    o.default_checkpoint_interval_s = r.NumberOr("default_checkpoint_interval_s", o.default_checkpoint_interval_s);
+    o.max_migrations = static_cast<int>(r.IntOr("max_migrations", o.max_migrations));
+    o.worse_tolerance_pct = r.NumberOr("worse_tolerance_pct", o.worse_tolerance_pct);
+    o.max_alternatives = static_cast<int>(r.IntOr("max_alternatives", o.max_alternatives));
+    if (o.default_restart_cost_s < 0) throw codec::FieldError("advisor.default_restart_cost_s", "must be >= 0");
+    if (o.default_checkpoint_interval_s <= 0) {
+      throw codec::FieldError("advisor.default_checkpoint_interval_s", "must be > 0");
+    }
+    if (o.max_migrations < 0) throw codec::FieldError("advisor.max_migrations", "must be >= 0");
+  } catch (const codec::FieldError& e) {
+    return InvalidArgument(e.what());
+  }
+  return o;
+}
+
+Result<advisor::Request> ParseAssessRequest(const json& body, const model::Topology& topology) {
+  advisor::Request req;
+  try {
+    codec::ObjectReader r(body, "");
+    r.RejectUnknown({"drain", "any_of", "modes", "routing", "ticket", "requested_by", "recommend"});
+    if (r.Has("drain")) {
+      auto spec = codec::ParseDrain(r.Raw("drain"));
+      if (!spec) return tl::unexpected(spec.error());
+      auto d = model::ResolveDrain(*spec, topology);
+      if (!d) return tl::unexpected(d.error().Wrap("drain"));
+      req.drain = std::move(*d);
+    }
+    if (r.Has("any_of")) {
+      const json& any = r.Array("any_of");
+      for (size_t i = 0; i < any.size(); ++i) {
+        model::DrainSpec spec;
+        std::string where = fmt::format("any_of[{}]", i);
+        if (any[i].is_string()) {
+          spec.switches.push_back(any[i].get<std::string>());
+        } else {
+          auto s = codec::ParseDrain(any[i]);
+          if (!s) return tl::unexpected(s.error().Wrap(where));
+          spec = std::move(*s);
+        }
+        auto d = model::ResolveDrain(spec, topology);
+        if (!d) return tl::unexpected(d.error().Wrap(where));
+        req.any_of.push_back(std::move(*d));
+      }
+    }
+    if (req.drain.empty() && req.any_of.empty()) {
+      throw codec::FieldError("drain", "required (a drain naming switches or links, or any_of)");
+    }
+    for (const auto& m : r.StringList("modes")) {
+      if (m == "flow") req.flow = true;
+      else if (m != "job") throw codec::FieldError("modes", fmt::format("unknown mode '{}' (job, flow)", m));
+    }
+    if (r.Has("routing")) {
+      auto m = sim::ParseFlowRouting(r.String("routing"));
+      if (!m) throw codec::FieldError("routing", "expected spray, spray-path, hash, hash-resilient or hash-rehash");
+      req.routing = *m;
+    }
+    req.recommend = r.BoolOr("recommend", true);
+  } catch (const codec::FieldError& e) {
+    return InvalidArgument(e.what());
+  }
+  return req;
+}
 
 namespace {
 
-// Placeholder until the simulators land: every simulation route answers 503.
-class PendingEngine : public server::Engine {
+class AdvisorEngine : public server::Engine {
  public:
-  Result<server::EngineResult> Assess(const server::EngineContext&, const nlohmann::json&) override {
-    return MakeError(ErrorCode::kUnavailable, "simulators not built in");
+  AdvisorEngine(advisor::AdvisorOptions options, policies::Policy policy, std::shared_ptr<spdlog::logger> log)
+      : advisor_(std::move(options)), policy_(std::make_shared<const policies::Policy>(std::move(policy))),
+        log_(std::move(log)) {}
+
+  Result<server::EngineResult> Assess(const server::EngineContext& ctx, const json& body) override {
+    auto start = std::chrono::steady_clock::now();
+    auto req = ParseAssessRequest(body, *ctx.snapshot->topology);
+    if (!req) return tl::unexpected(req.error());
+    auto policy = Policy();
+    auto a = advisor_.Assess(Context(ctx), *req, *policy, ctx.stop);
+    if (!a) return tl::unexpected(a.error());
+    report::AssessmentJsonOptions jo;
+    jo.flow = req->flow;
+    json out = report::AssessmentToJson(*a, *ctx.snapshot, jo);
+    std::string verdict = out["verdict"];
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    out["timings_ms"]["total"] = std::round(ms * 100) / 100;
+    log_->info("assessment drain={} modes={} verdict={} jobs_affected={} disconnected={} recommendations={} {:.1f}ms",
+               out["drain"].dump(), out["modes"].dump(), verdict, a->scenario.jobs_affected,
+               a->scenario.jobs_disconnected, a->recommendations.size(), ms);
+    return server::EngineResult{std::move(out), verdict};
   }
-  Result<nlohmann::json> DrainCandidates(const server::EngineContext&, const std::string&,
-                                         const std::vector<std::string>&) override {
-    return MakeError(ErrorCode::kUnavailable, "simulators not built in");
+
+  Result<json> DrainCandidates(const server::EngineContext& ctx, const std::string& tier,
+                               const std::vector<std::string>& switches) override {
+    auto start = std::chrono::steady_clock::now();
+    const auto& topo = *ctx.snapshot->topology;
+    std::vector<model::NodeId> ids;
+    if (!switches.empty()) {
+      model::DrainSpec spec;
+      spec.switches = switches;
+      auto d = model::ResolveDrain(spec, topo);
+      if (!d) return tl::unexpected(d.error().Wrap("switches"));
+      ids = d->switches;
+    } else {
+      ids = sim::SwitchesOfTier(topo, tier);
+      if (ids.empty()) {
+        std::string tiers;
+        for (const auto& [level, name] : topo.tiers()) tiers += (tiers.empty() ? "" : ", ") + name;
+        return InvalidArgument(fmt::format("tier: no switch of tier '{}' (this fabric has {})", tier, tiers));
+      }
+    }
+    auto c = advisor_.Candidates(Context(ctx), ids, ctx.stop);
+    if (!c) return tl::unexpected(c.error());
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    log_->info("drain-candidates tier={} switches={} {:.1f}ms", tier, ids.size(), ms);
+    auto out = report::CandidatesToJson(*c, *ctx.snapshot, switches.empty() ? tier : "");
+    out["timings_ms"] = {{"total", std::round(ms * 100) / 100}};
+    return out;
   }
-  Result<server::EngineResult> Plan(const server::EngineContext&, const nlohmann::json&) override {
-    return MakeError(ErrorCode::kUnavailable, "simulators not built in");
+
+  Result<server::EngineResult> Plan(const server::EngineContext& ctx, const json& body) override {
+    auto start = std::chrono::steady_clock::now();
+    std::vector<model::NodeId> ids;
+    bool flow = false;
+    try {
+      codec::ObjectReader r(body, "");
+      r.RejectUnknown({"switches", "modes", "ticket", "requested_by"});
+      model::DrainSpec spec;
+      spec.switches = r.StringList("switches");
+      if (spec.switches.empty()) throw codec::FieldError("switches", "required: the switches that must all be drained");
+      auto d = model::ResolveDrain(spec, *ctx.snapshot->topology);
+      if (!d) return tl::unexpected(d.error());
+      ids = d->switches;
+      for (const auto& m : r.StringList("modes")) {
+        if (m == "flow") flow = true;
+        else if (m != "job") throw codec::FieldError("modes", fmt::format("unknown mode '{}' (job, flow)", m));
+      }
+    } catch (const codec::FieldError& e) {
+      return InvalidArgument(e.what());
+    }
+    auto policy = Policy();
+    auto plan = advisor_.PlanDrains(Context(ctx), ids, flow, *policy, ctx.stop);
+    if (!plan) return tl::unexpected(plan.error());
+    json out = report::PlanToJson(*plan, *ctx.snapshot);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    out["timings_ms"] = {{"total", std::round(ms * 100) / 100}};
+    log_->info("plan switches={} batches={} all_allowed={} {:.1f}ms", ids.size(), plan->batches.size(),
+               plan->all_allowed, ms);
+    std::string verdict = out["verdict"];
+    return server::EngineResult{std::move(out), verdict};
   }
-  nlohmann::json PolicyJson() const override { return nlohmann::json::object(); }
-  Status SetPolicy(const nlohmann::json&) override { return MakeError(ErrorCode::kUnavailable, "no policies"); }
-  std::string RenderText(std::string_view, const nlohmann::json& body) const override { return body.dump(2); }
+
+  json PolicyJson() const override { return policies::PolicyToJson(*Policy()); }
+
+  Status SetPolicy(const json& doc) override {
+    auto p = policies::ParsePolicy(doc);
+    if (!p) return tl::unexpected(p.error());
+    std::lock_guard lock(mu_);
+    policy_ = std::make_shared<const policies::Policy>(std::move(*p));
+    log_->info("policy '{}' in force ({} job rules, {} fabric rules)", policy_->name, policy_->job_rules.size(),
+               policy_->fabric_rules.size());
+    return {};
+  }
+
+  std::string RenderText(std::string_view kind, const json& body) const override {
+    if (kind == "plan") return report::PlanText(body);
+    if (kind == "candidates") return report::CandidatesText(body);
+    return report::AssessmentText(body);
+  }
+
+ private:
+  std::shared_ptr<const policies::Policy> Policy() const {
+    std::lock_guard lock(mu_);
+    return policy_;
+  }
+  static advisor::Context Context(const server::EngineContext& ctx) {
+    return advisor::Context{ctx.snapshot, ctx.active, ctx.now};
+  }
+
+  advisor::Advisor advisor_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const policies::Policy> policy_;
+  std::shared_ptr<spdlog::logger> log_;
 };
 
 }  // namespace
 
-std::unique_ptr<server::Engine> MakeEngine(const nlohmann::json&, const nlohmann::json&,
-                                           std::shared_ptr<spdlog::logger>) {
-  return std::make_unique<PendingEngine>();
+std::unique_ptr<server::Engine> MakeEngine(advisor::AdvisorOptions options, policies::Policy policy,
+                                           std::shared_ptr<spdlog::logger> log) {
+  return std::make_unique<AdvisorEngine>(std::move(options), std::move(policy), std::move(log));
 }
 
 }  // namespace drainwise::app

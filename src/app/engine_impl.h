@@ -1,5 +1,5 @@
-// The server::Engine that main() wires in: simulators + advisor + policies,
-// with the JSON/text renderers of src/report.
+// The server::Engine that main() wires in: the advisor (simulators +
+// policies) and the renderers of src/report.
 #pragma once
 
 #include <memory>
@@ -7,12 +7,23 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
 
+#include "advisor/advisor.h"
+#include "model/error.h"
+#include "policies/policy.h"
 #include "server/engine.h"
 
 namespace drainwise::app {
 
-std::unique_ptr<server::Engine> MakeEngine(const nlohmann::json& simulation_options,
-                                           const nlohmann::json& advisor_options,
+// Flow-level options from the config's "simulation" section (field errors
+// name "simulation.<field>"); advisor options from "advisor".
+Result<sim::FlowOptions> ParseFlowOptions(const nlohmann::json& simulation);
+Result<advisor::AdvisorOptions> ParseAdvisorOptions(const nlohmann::json& advisor, const nlohmann::json& simulation);
+
+// Parses the request fields shared by the API and the CLI: drain, any_of,
+// modes, routing, recommend. Errors name the field.
+Result<advisor::Request> ParseAssessRequest(const nlohmann::json& request, const model::Topology& topology);
+
+std::unique_ptr<server::Engine> MakeEngine(advisor::AdvisorOptions options, policies::Policy policy,
                                            std::shared_ptr<spdlog::logger> log);
 
 }  // namespace drainwise::app

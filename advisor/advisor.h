@@ -1,0 +1,195 @@
+// The advisor: from a proposed drain to a decision a change ticket can act on.
+//
+// For a drain it runs the job-level pass (and the flow-level pass when asked)
+// on the fabric with the drains already in progress applied, evaluates the
+// operator's policy into allow / warn / deny with reasons, and searches for
+// what would make the drain pass:
+//   migrate      move a job that breaks a rule onto free hosts of the same
+//                shape that the drain does not touch; re-simulated, checked
+//                that nothing else gets worse, ranked by residual impact,
+//                then migration cost (restart + lost work), then priority;
+//   wait         when the jobs that break rules have an expected end, the
+//                earliest time at which the drain passes;
+//   alternative  when any one of several switches will do, ranked.
+// `allow_after` lists the recommendations that, applied together, turn the
+// verdict into allow (checked by simulation, not assumed).
+//
+// A drain plan orders a maintenance list into batches that each pass the
+// policy, with the migrations each batch needs.
+//
+// Pure apart from its caches: no I/O, no logging, no threads of its own. The
+// Advisor caches per-snapshot precomputation (job-level index, flow
+// simulator) and is safe to call from several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "model/drain.h"
+#include "model/error.h"
+#include "model/snapshot.h"
+#include "policies/evaluate.h"
+#include "policies/policy.h"
+#include "sim/flow_sim.h"
+#include "sim/job_sim.h"
+
+namespace drainwise::advisor {
+
+struct AdvisorOptions {
+  sim::FlowOptions flow;                // defaults of the flow-level pass
+  double default_restart_cost_s = 600;  // when a job declares no checkpoint
+  double default_checkpoint_interval_s = 3600;
+  int max_migrations = 8;               // jobs considered for migration per assessment
+  // A migration may not make another job worse by more than this many
+  // slowdown percentage points (flow level), nor newly break a rule.
+  double worse_tolerance_pct = 1.0;
+  int max_alternatives = 64;            // any_of entries assessed
+};
+
+struct Request {
+  model::Drain drain;                   // the proposed drain
+  std::vector<model::Drain> any_of;     // or: any one of these will do
+  bool flow = false;                    // run the flow-level pass too
+  std::optional<sim::FlowRouting> routing;  // overrides options.flow.routing
+  bool recommend = true;
+};
+
+// Everything one drain does, on one snapshot, with the active drains applied.
+struct Scenario {
+  model::Drain drain;      // proposed only
+  model::Drain combined;   // active + proposed
+  sim::JobAssessment job;  // combined drain vs the undrained fabric
+  std::optional<sim::FlowReport> flow;  // combined vs active-only baseline
+  policies::Verdict verdict;
+  // Jobs whose measures the proposed drain changes (policy input), JobId order.
+  std::vector<policies::JobImpact> impacts;
+  double max_slowdown_pct = 0;  // over affected jobs, flow level (0 without it)
+  int jobs_affected = 0;
+  int jobs_disconnected = 0;
+};
+
+enum class RecommendationKind { kMigrate, kWait, kAlternative };
+std::string_view RecommendationKindName(RecommendationKind kind);
+
+struct Prediction {
+  policies::Decision decision = policies::Decision::kAllow;
+  int reasons = 0;
+  int jobs_affected = 0;
+  int jobs_disconnected = 0;
+  double max_slowdown_pct = 0;
+};
+
+struct Recommendation {
+  RecommendationKind kind = RecommendationKind::kMigrate;
+  // kMigrate
+  model::JobId job;
+  std::vector<model::NodeId> from_hosts;
+  std::vector<model::NodeId> to_hosts;
+  double cost_s = 0;          // restart + expected lost work since the last checkpoint
+  double cost_gpu_hours = 0;  // cost_s x GPUs
+  bool fixes_job = false;     // the job itself no longer breaks any rule
+  std::vector<std::string> rules_fixed;
+  // kWait
+  int64_t wait_until = 0;  // unix seconds
+  std::vector<model::JobId> waiting_for;
+  // kAlternative
+  model::Drain alternative;
+  int rank = 0;
+  // Every kind: the predicted outcome with this recommendation applied alone.
+  Prediction predicted;
+  std::string summary;
+};
+
+struct Assessment {
+  Scenario scenario;
+  std::vector<Recommendation> recommendations;  // ranked within kind: migrations, waits, alternatives
+  std::vector<int> allow_after;                 // indices into recommendations
+  std::optional<Prediction> allow_after_predicted;
+  std::vector<std::string> notes;               // why no recommendation exists, etc.
+  double job_ms = 0, flow_ms = 0, recommend_ms = 0;
+};
+
+struct PlanBatch {
+  std::vector<model::NodeId> switches;
+  std::vector<Recommendation> migrations;  // needed before this batch
+  Prediction predicted;                    // with the migrations applied
+  policies::Verdict verdict;
+};
+
+struct Plan {
+  std::vector<PlanBatch> batches;
+  bool all_allowed = true;  // every batch predicts allow
+  std::vector<std::string> notes;
+};
+
+struct Context {
+  model::SnapshotPtr snapshot;
+  model::Drain active;  // drains in progress
+  int64_t now = 0;      // unix seconds
+};
+
+class Advisor {
+ public:
+  explicit Advisor(AdvisorOptions options);
+  ~Advisor();
+
+  const AdvisorOptions& options() const { return options_; }
+
+  // Errors: kInvalidArgument (bad drain), kCancelled.
+  Result<Assessment> Assess(const Context& ctx, const Request& request, const policies::Policy& policy,
+                            std::stop_token stop = {}) const;
+
+  // Job-level sweep of single-switch drains, safest first (sim/job_sim.h).
+  Result<std::vector<sim::DrainCandidate>> Candidates(const Context& ctx, std::span<const model::NodeId> switches,
+                                                      std::stop_token stop = {}) const;
+
+  // Orders `switches` (all must be drained) into batches that each pass the
+  // policy, with the migrations they need. Batches are greedy: switches in
+  // order of their single-drain impact, each added to the current batch when
+  // the batch still predicts allow, else starting the next one.
+  Result<Plan> PlanDrains(const Context& ctx, std::span<const model::NodeId> switches, bool flow,
+                          const policies::Policy& policy, std::stop_token stop = {}) const;
+
+  // The cached per-snapshot precomputation (built on first use).
+  std::shared_ptr<const sim::JobSimIndex> JobIndex(const model::SnapshotPtr& snapshot) const;
+  Result<std::shared_ptr<const sim::FlowSimulator>> FlowSim(const model::SnapshotPtr& snapshot,
+                                                            const sim::FlowOptions& options,
+                                                            std::stop_token stop) const;
+
+ private:
+  Result<Scenario> Simulate(const Context& ctx, const model::Drain& drain, bool flow,
+                            const sim::FlowOptions& flow_options, const policies::Policy& policy,
+                            std::stop_token stop) const;
+
+  AdvisorOptions options_;
+  struct Cache;
+  std::unique_ptr<Cache> cache_;
+};
+
+// The expected cost of restarting `job` elsewhere now: its restart cost plus
+// the work lost since its last checkpoint (from started_at and the checkpoint
+// interval when known, else half an interval).
+double MigrationCostSeconds(const model::Job& job, int64_t now, const AdvisorOptions& options);
+
+// Free hosts for `job` that `drain` (with the snapshot's fabric) leaves fully
+// connected: same GPU count and NIC count as the job's hosts, no job on them,
+// no NIC link or attached leaf down, none in `exclude`; the same pod first,
+// then the leaf groups with the most such hosts (few leaves). Empty when
+// there are not enough.
+std::vector<model::NodeId> FindMigrationTarget(const model::Snapshot& snapshot, const model::Job& job,
+                                               const model::Drain& drain,
+                                               const std::vector<model::NodeId>& exclude);
+
+// The snapshot with `job`'s hosts replaced by `hosts` (a new, unversioned snapshot).
+model::SnapshotPtr WithJobMoved(const model::Snapshot& snapshot, model::JobId job,
+                                const std::vector<model::NodeId>& hosts);
+
+// The jobs of a JobSet back as a spec (host names), for re-resolving.
+model::JobsSpec ToSpec(const model::JobSet& jobs, const model::Topology& topology);
+
+}  // namespace drainwise::advisor
