@@ -65,6 +65,35 @@ struct JobSimIndex::Impl {
   std::vector<CapacityChange> groups;
   std::vector<int> uplinks_before;
 
+  // Bundles: the links from a node to one peer, parallel links together
+  // (they share every split evenly). Node u's bundles are
+  // bundles[bundle_offsets[u] .. bundle_offsets[u+1]); bundle_of[2l + side]
+  // is the bundle of link l seen from its a (side 0) or b (side 1) end.
+  struct Bundle {
+    uint32_t peer;
+    uint32_t first;  // into bundle_links
+    uint32_t count;
+    double min_capacity_bps;
+  };
+  std::vector<uint32_t> bundle_offsets;
+  std::vector<Bundle> bundles;
+  std::vector<uint32_t> bundle_links;
+  std::vector<uint32_t> bundle_of;
+  // Per used class B: for every switch, its next-hop bundles towards B's
+  // representative on the undrained fabric (CSR over node ids).
+  struct NextHop {
+    uint32_t peer;
+    uint32_t count;  // links in the bundle
+  };
+  struct NextHops {
+    std::vector<uint32_t> offsets;
+    std::vector<NextHop> entries;
+    std::vector<uint32_t> total;     // per node: next-hop links
+    std::vector<double> min_cap;     // per node: smallest next-hop link capacity
+    std::vector<uint8_t> uniform;    // per node: every next-hop bundle has min_cap
+  };
+  std::vector<NextHops> class_next;
+
   bool JobCrosses(uint32_t job, NodeId n) const {
     return (job_switch_bits[job * words_per_job + n.value / 64] >> (n.value % 64)) & 1;
   }
@@ -112,6 +141,63 @@ JobSimIndex::JobSimIndex(model::SnapshotPtr snapshot)
     if (!used[c]) continue;
     m.class_tree[c] = std::make_unique<PathTree>();
     m.class_tree[c]->Build(routing_, none, routing_.HostAttachment(routing_.class_representative(c)));
+  }
+
+  // Bundles.
+  {
+    const size_t n = topo.node_count();
+    m.bundle_offsets.assign(n + 1, 0);
+    m.bundle_of.assign(2 * topo.link_count(), 0);
+    std::vector<std::pair<uint32_t, uint32_t>> by_peer;  // (peer, link)
+    for (size_t u = 0; u < n; ++u) {
+      by_peer.clear();
+      for (const model::Adjacency& adj : topo.neighbors(NodeId(u))) by_peer.emplace_back(adj.peer.value, adj.link.value);
+      std::sort(by_peer.begin(), by_peer.end());
+      for (size_t i = 0; i < by_peer.size();) {
+        Impl::Bundle b{by_peer[i].first, static_cast<uint32_t>(m.bundle_links.size()), 0,
+                       std::numeric_limits<double>::infinity()};
+        const uint32_t id = static_cast<uint32_t>(m.bundles.size());
+        for (; i < by_peer.size() && by_peer[i].first == b.peer; ++i) {
+          const uint32_t l = by_peer[i].second;
+          m.bundle_links.push_back(l);
+          ++b.count;
+          b.min_capacity_bps = std::min(b.min_capacity_bps, topo.links()[l].capacity_bps);
+          m.bundle_of[2 * l + (topo.links()[l].a.value == u ? 0 : 1)] = id;
+        }
+        m.bundles.push_back(b);
+      }
+      m.bundle_offsets[u + 1] = static_cast<uint32_t>(m.bundles.size());
+    }
+  }
+  m.class_next.resize(nclass);
+  for (uint32_t c = 0; c < nclass; ++c) {
+    if (!used[c]) continue;
+    const uint16_t* dist = m.class_tree[c]->distances().data();
+    const uint32_t rep = routing_.class_representative(c).value;
+    Impl::NextHops& nh = m.class_next[c];
+    nh.offsets.assign(topo.node_count() + 1, 0);
+    nh.total.assign(topo.node_count(), 0);
+    nh.min_cap.assign(topo.node_count(), std::numeric_limits<double>::infinity());
+    nh.uniform.assign(topo.node_count(), 1);
+    for (size_t u = 0; u < topo.node_count(); ++u) {
+      const uint16_t du = dist[u];
+      if (!routing_.is_host(NodeId(u)) && du != kUnreachable && du >= 1) {
+        for (uint32_t b = m.bundle_offsets[u]; b < m.bundle_offsets[u + 1]; ++b) {
+          const Impl::Bundle& bundle = m.bundles[b];
+          const uint32_t w = bundle.peer;
+          const bool next = du == 1 ? w == rep : (!routing_.is_host(NodeId(w)) && dist[w] + 1 == du);
+          if (!next) continue;
+          nh.entries.push_back({w, bundle.count});
+          nh.total[u] += bundle.count;
+          if (nh.total[u] > bundle.count && bundle.min_capacity_bps != nh.min_cap[u]) nh.uniform[u] = 0;
+          nh.min_cap[u] = std::min(nh.min_cap[u], bundle.min_capacity_bps);
+          if (routing_.topology().link(LinkId(m.bundle_links[bundle.first])).capacity_bps != bundle.min_capacity_bps) {
+            nh.uniform[u] = 0;
+          }
+        }
+      }
+      nh.offsets[u + 1] = static_cast<uint32_t>(nh.entries.size());
+    }
   }
 
   // Class pairs, routed once.
@@ -234,6 +320,28 @@ struct JobSimWorkspace::State {
   uint32_t epoch = 0;
   const JobSimIndex* last_index = nullptr;
 
+  // Bundles under the current drain: live link count and the smallest live
+  // capacity (index values except for `touched` ones, restored in Begin).
+  std::vector<uint32_t> live_count;
+  std::vector<double> live_cap;
+  std::vector<uint32_t> touched;
+  std::vector<uint32_t> node_touched;  // epoch: endpoint of a down link
+  std::vector<uint8_t> down;           // per node: drained switch (current drain)
+  std::vector<NodeId> down_list;
+  // Per class: epoch and the switches that lost every surviving shortest
+  // path towards it ("dead"); dead_mark stamps the current class's set.
+  std::vector<uint32_t> dest_epoch;
+  std::vector<std::vector<uint32_t>> dead_lists;
+  std::vector<uint32_t> dead_mark;
+  uint32_t dead_epoch = 0;
+  uint32_t current_dest = RoutingIndex::kNoClass;
+  std::vector<uint32_t> worklist;
+  // Fused route scratch, per node.
+  std::vector<double> clean, frac, fwd;
+  std::vector<uint32_t> seen;
+  uint32_t seen_epoch = 0;
+  std::vector<uint32_t> frontier, next;
+
   void Begin(const JobSimIndex& index) {
     const size_t n = index.topology().node_count();
     const size_t np = index.impl().pairs.size();
@@ -249,6 +357,37 @@ struct JobSimWorkspace::State {
       dirty_hosts.clear();
       epoch = 0;
       last_index = &index;
+      const auto& m = index.impl();
+      live_count.resize(m.bundles.size());
+      live_cap.resize(m.bundles.size());
+      for (size_t b = 0; b < m.bundles.size(); ++b) {
+        live_count[b] = m.bundles[b].count;
+        live_cap[b] = m.bundles[b].min_capacity_bps;
+      }
+      touched.clear();
+      node_touched.assign(n, 0);
+      down.assign(n, 0);
+      down_list.clear();
+      dest_epoch.assign(index.routing().class_count(), 0);
+      dead_lists.assign(index.routing().class_count(), {});
+      dead_mark.assign(n, 0);
+      dead_epoch = 0;
+      clean.assign(n, 0);
+      frac.assign(n, 0);
+      fwd.assign(n, 0);
+      seen.assign(n, 0);
+      seen_epoch = 0;
+    }
+    {
+      const auto& m = index.impl();
+      for (uint32_t b : touched) {
+        live_count[b] = m.bundles[b].count;
+        live_cap[b] = m.bundles[b].min_capacity_bps;
+      }
+      touched.clear();
+      for (NodeId d : down_list) down[d.value] = 0;
+      down_list.clear();
+      current_dest = RoutingIndex::kNoClass;
     }
     for (NodeId h : dirty_hosts) dirty[h.value] = 0;
     dirty_hosts.clear();
@@ -256,6 +395,8 @@ struct JobSimWorkspace::State {
     if (++epoch == 0) {
       std::fill(pair_epoch.begin(), pair_epoch.end(), 0);
       for (auto& v : tree_epoch) std::fill(v.begin(), v.end(), 0);
+      std::fill(dest_epoch.begin(), dest_epoch.end(), 0);
+      std::fill(node_touched.begin(), node_touched.end(), 0);
       epoch = 1;
     }
   }
@@ -369,6 +510,33 @@ class Assessor {
         }
       }
       if (!host_link) switch_links_.push_back(l);
+    }
+    for (NodeId d : drain.switches) {
+      st_.down[d.value] = 1;
+      st_.down_list.push_back(d);
+    }
+    switch_only_ = drain.links.empty();
+    // Bundles that lose links: recount live links and capacity.
+    for (LinkId l : mask.down_links()) {
+      st_.node_touched[topo_.link(l).a.value] = st_.epoch;
+      st_.node_touched[topo_.link(l).b.value] = st_.epoch;
+      for (int side = 0; side < 2; ++side) {
+        const uint32_t b = m_.bundle_of[2 * l.value + side];
+        if (std::find(st_.touched.begin(), st_.touched.end(), b) == st_.touched.end()) st_.touched.push_back(b);
+      }
+    }
+    for (uint32_t b : st_.touched) {
+      const auto& bundle = m_.bundles[b];
+      uint32_t live = 0;
+      double cap = std::numeric_limits<double>::infinity();
+      for (uint32_t i = 0; i < bundle.count; ++i) {
+        const uint32_t l = m_.bundle_links[bundle.first + i];
+        if (mask.link_down(LinkId(l))) continue;
+        ++live;
+        cap = std::min(cap, topo_.links()[l].capacity_bps);
+      }
+      st_.live_count[b] = live;
+      st_.live_cap[b] = cap;
     }
   }
 
@@ -572,9 +740,198 @@ class Assessor {
     NodeId dst = CleanHost(routing_, p.dst_class, st_.dirty, 0);
     NodeId src = CleanHost(routing_, p.src_class, st_.dirty, p.src_class == p.dst_class ? 1 : 0);
     JobSimWorkspace::State::After& out = st_.after[pid];
-    Route(src, dst, out);
+    if (dst == routing_.class_representative(p.dst_class)) {
+      if (!Fused(src, p.dst_class, p.hops, out)) {
+        // The source lost every shortest path of the old length: route it
+        // on a tree rebuilt under the drain.
+        ++routes_;
+        const PathTree& after = TreeToward(dst, true);
+        PairRoute r = st_.route.Route(routing_, mask_, after, routing_.HostAttachment(src));
+        out.connected = r.connected;
+        out.paths = r.paths;
+        out.spray_bps = r.connected ? SprayThroughputBps(routing_, st_.route.links()) : 0;
+      }
+    } else {
+      Route(src, dst, out);
+    }
     st_.pair_epoch[pid] = st_.epoch;
     return out;
+  }
+
+  bool Dead(uint32_t v) const { return st_.dead_mark[v] == st_.dead_epoch; }
+  // An endpoint of a down link: some of its bundles lost links.
+  bool Touched(uint32_t v) const { return st_.node_touched[v] == st_.epoch; }
+  // The bundle from u to peer w (u's bundles are sorted by peer).
+  uint32_t FindBundle(uint32_t u, uint32_t w) const {
+    const auto* first = m_.bundles.data() + m_.bundle_offsets[u];
+    const auto* last = m_.bundles.data() + m_.bundle_offsets[u + 1];
+    const auto* it = std::lower_bound(first, last, w, [](const JobSimIndex::Impl::Bundle& b, uint32_t p) {
+      return b.peer < p;
+    });
+    return static_cast<uint32_t>(it - m_.bundles.data());
+  }
+
+  void NewDeadEpoch() {
+    if (++st_.dead_epoch == 0) {
+      std::fill(st_.dead_mark.begin(), st_.dead_mark.end(), 0);
+      st_.dead_epoch = 1;
+    }
+  }
+
+  // Makes Dead() answer for class B: the switches whose every undrained
+  // shortest path towards B crosses a down element. Only the neighborhood of
+  // the down links is examined: a node can only die when a next hop does.
+  void PrepareDest(uint32_t B) {
+    if (st_.current_dest == B) return;
+    NewDeadEpoch();
+    st_.current_dest = B;
+    std::vector<uint32_t>& dead = st_.dead_lists[B];
+    if (st_.dest_epoch[B] == st_.epoch) {
+      for (uint32_t v : dead) st_.dead_mark[v] = st_.dead_epoch;
+      return;
+    }
+    st_.dest_epoch[B] = st_.epoch;
+    dead.clear();
+    const uint16_t* dist = m_.class_tree[B]->distances().data();
+    const auto& nh = m_.class_next[B];
+    std::vector<uint32_t>& work = st_.worklist;
+    work.clear();
+    for (LinkId l : mask_.down_links()) {
+      for (NodeId x : {topo_.link(l).a, topo_.link(l).b}) work.push_back(x.value);
+    }
+    while (!work.empty()) {
+      const uint32_t u = work.back();
+      work.pop_back();
+      if (routing_.is_host(NodeId(u)) || mask_.node_down(NodeId(u)) || Dead(u)) continue;
+      const uint16_t du = dist[u];
+      if (du == kUnreachable || du == 0) continue;
+      bool alive = false;
+      for (uint32_t i = nh.offsets[u]; i < nh.offsets[u + 1] && !alive; ++i) {
+        const uint32_t w = nh.entries[i].peer;
+        alive = !Dead(w) && (!Touched(u) || (switch_only_ ? !st_.down[w] : st_.live_count[FindBundle(u, w)] > 0));
+      }
+      if (alive) continue;
+      st_.dead_mark[u] = st_.dead_epoch;
+      dead.push_back(u);
+      for (uint32_t b = m_.bundle_offsets[u]; b < m_.bundle_offsets[u + 1]; ++b) {
+        const uint32_t v = m_.bundles[b].peer;
+        if (dist[v] != kUnreachable && dist[v] == du + 1) work.push_back(v);
+      }
+    }
+  }
+
+  // One pass over the undrained shortest-path DAG from `src` to B's
+  // representative, computing at once the share of the traffic that crossed
+  // a down element (before the drain) and, on the part of the DAG that
+  // survives, the per-hop spray and path counts after the drain. This is
+  // exact when the source keeps a shortest path of the old length: every
+  // after-drain shortest path is then an undrained one that avoids the down
+  // elements and the dead switches. Returns false otherwise (only
+  // out.clean_share is then set).
+  bool Fused(NodeId src, uint32_t B, uint16_t hops, JobSimWorkspace::State::After& out) {
+    ++routes_;
+    PrepareDest(B);
+    auto& st = st_;
+    const uint16_t* dist = m_.class_tree[B]->distances().data();
+    const auto& nh = m_.class_next[B];
+    const uint32_t dst = routing_.class_representative(B).value;
+    if (++st.seen_epoch == 0) {
+      std::fill(st.seen.begin(), st.seen.end(), 0);
+      st.seen_epoch = 1;
+    }
+    auto visit = [&](uint32_t v) {
+      st.seen[v] = st.seen_epoch;
+      st.clean[v] = st.frac[v] = st.fwd[v] = 0;
+    };
+    const uint32_t s = src.value;
+    visit(s);
+    st.clean[s] = st.frac[s] = st.fwd[s] = 1;
+    st.frontier.assign(1, s);
+    double bottleneck = std::numeric_limits<double>::infinity();
+    bool source_ok = true;
+
+    auto reach = [&](uint32_t w) {
+      if (st.seen[w] != st.seen_epoch) {
+        visit(w);
+        st.next.push_back(w);
+      }
+    };
+    for (uint32_t level = hops; level > 0; --level) {
+      st.next.clear();
+      for (uint32_t u : st.frontier) {
+        const double frac_u = st.frac[u];
+        const double fwd_u = st.fwd[u];
+        if (u != s && (switch_only_ || !Touched(u))) {
+          // Every next-hop bundle is whole or entirely down (its peer is
+          // drained); dead peers drop out of the after-drain split.
+          const auto* first = nh.entries.data() + nh.offsets[u];
+          const auto* last = nh.entries.data() + nh.offsets[u + 1];
+          const bool touched = Touched(u);
+          uint32_t lost = 0, drained = 0;
+          for (const auto* e = first; e != last; ++e) {
+            const bool down = touched && st.down[e->peer];
+            drained += down ? e->count : 0;
+            lost += (down || Dead(e->peer)) ? e->count : 0;
+          }
+          const double total = nh.total[u];
+          const double live_total = total - lost;
+          const double clean_per_link = st.clean[u] / total;
+          const bool flows = frac_u > 0 && live_total > 0;
+          const double frac_per_link = flows ? frac_u / live_total : 0;
+          const bool exact_cap = lost == 0 || nh.uniform[u];
+          double cap = exact_cap ? nh.min_cap[u] : std::numeric_limits<double>::infinity();
+          for (const auto* e = first; e != last; ++e) {
+            const uint32_t w = e->peer;
+            reach(w);
+            const bool down = drained > 0 && st.down[w];
+            if (!down) st.clean[w] += clean_per_link * e->count;
+            if (flows && (lost == 0 || (!down && !Dead(w)))) {
+              st.frac[w] += frac_per_link * e->count;
+              st.fwd[w] += fwd_u * e->count;
+              if (!exact_cap) cap = std::min(cap, m_.bundles[FindBundle(u, w)].min_capacity_bps);
+            }
+          }
+          if (flows) bottleneck = std::min(bottleneck, cap / frac_per_link);
+          continue;
+        }
+        // The source, or a node that lost links: bundle by bundle.
+        src_hops_.clear();
+        if (u == s) {
+          for (uint32_t b = m_.bundle_offsets[s]; b < m_.bundle_offsets[s + 1]; ++b) {
+            if (dist[m_.bundles[b].peer] + 1 == level) src_hops_.push_back(b);
+          }
+        } else {
+          for (uint32_t i = nh.offsets[u]; i < nh.offsets[u + 1]; ++i) {
+            src_hops_.push_back(FindBundle(u, nh.entries[i].peer));
+          }
+        }
+        double total = 0, live_total = 0;
+        for (uint32_t b : src_hops_) {
+          total += m_.bundles[b].count;
+          if (!Dead(m_.bundles[b].peer)) live_total += st.live_count[b];
+        }
+        if (u == s && live_total == 0) source_ok = false;
+        const double clean_per_link = st.clean[u] / total;
+        for (uint32_t b : src_hops_) {
+          const uint32_t w = m_.bundles[b].peer;
+          reach(w);
+          const double live = st.live_count[b];  // 0 when w is drained: its links are down
+          st.clean[w] += clean_per_link * live;
+          if (frac_u > 0 && live > 0 && !Dead(w)) {
+            st.frac[w] += frac_u * live / live_total;
+            st.fwd[w] += fwd_u * live;
+            bottleneck = std::min(bottleneck, st.live_cap[b] * live_total / frac_u);
+          }
+        }
+      }
+      st.frontier.swap(st.next);
+    }
+    out.clean_share = st.seen[dst] == st.seen_epoch ? st.clean[dst] : 0;
+    if (!source_ok) return false;
+    out.connected = st.frac[dst] > 0;
+    out.paths = st.fwd[dst];
+    out.spray_bps = out.connected ? bottleneck : 0;
+    return true;
   }
 
   void Route(NodeId src, NodeId dst, JobSimWorkspace::State::After& out) {
@@ -627,6 +984,8 @@ class Assessor {
   JobSimWorkspace::State& st_;
   std::vector<LinkId> switch_links_;  // named drained links between two switches
   std::vector<uint32_t> clean_counts_;
+  std::vector<uint32_t> src_hops_;
+  bool switch_only_ = true;  // no named links: a bundle is down iff its peer is
   std::vector<std::pair<NodeId, uint32_t>> dirty_members_;  // host, member index
   // Small sets (a drain names few elements): sorted-vector semantics are not
   // needed, only membership.

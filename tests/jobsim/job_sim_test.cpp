@@ -272,6 +272,25 @@ TEST_CASE("a drained NIC link singles out its host from its class") {
   CHECK_FALSE(Job(Assess(index2, {{"links", {{{"a", "h2"}, {"b", "leaf1"}}}}}), index2, "k").affected);
 }
 
+TEST_CASE("a drain that makes paths longer") {
+  // a on leaf0, b on leaf1; leaf0 - leaf1 directly, and both under spine0.
+  // Before: a-leaf0-leaf1-b, 3 links, 1 path. Drain the leaf0 - leaf1 link:
+  // a-leaf0-spine0-leaf1-b, 4 links, still 1 path (count not reduced:
+  // fraction 1, min_paths_after null), still 100G; all traffic crossed it.
+  FabricBuilder f;
+  f.Switch("spine0", "spine").Switch("leaf0", "leaf").Switch("leaf1", "leaf").Host("a").Host("b");
+  f.Link("leaf0", "leaf1").Link("leaf0", "spine0").Link("leaf1", "spine0").Link("a", "leaf0").Link("b", "leaf1");
+  JobSimIndex index(SnapshotFromJson(f.Json(), Jobs({{"j", {"a", "b"}}})));
+  JobAssessment r = Assess(index, {{"links", {{{"a", "leaf0"}, {"b", "leaf1"}}}}});
+  const JobImpact& j = Job(r, index, "j");
+  CHECK(j.affected);
+  CHECK(j.connected);
+  CHECK(j.path_fraction == 1);
+  CHECK_FALSE(j.min_paths_after);
+  CHECK(j.bandwidth_fraction == doctest::Approx(1));
+  CHECK(j.crossing_share == doctest::Approx(1));
+}
+
 // --- Properties on generated fabrics ----------------------------------------
 
 struct Generated {
@@ -403,6 +422,11 @@ TEST_CASE("class sharing and caches agree with routing every host pair") {
   auto spines = SwitchesOfTier(t, "spine");
   drains.push_back(model::Drain{{spines[0], spines[1], SwitchesOfTier(t, "superspine")[0]}, {}});
   std::sort(drains.back().switches.begin(), drains.back().switches.end());
+  // Every spine of pod 0: cross-group traffic of pod 0 is cut off.
+  drains.push_back(model::Drain{});
+  for (NodeId s : spines) {
+    if (t.node(s).pod == "pod0") drains.back().switches.push_back(s);
+  }
   drains.push_back(DrainOf(t, {{"links", {{{"a", t.node(t.hosts()[5]).name},
                                           {"b", t.node(t.neighbors(t.hosts()[5])[0].peer).name}}}}}));
   const NodeId leaf = SwitchesOfTier(t, "leaf")[0];
@@ -411,8 +435,37 @@ TEST_CASE("class sharing and caches agree with routing every host pair") {
   for (size_t i = 0; i < drains.size(); ++i) {
     CAPTURE(i);
     int affected = CheckAgainstReference(index, drains[i]);
-    if (i == 1 || i == 3) CHECK(affected > 0);  // a spine; two spines + a superspine
+    if (i == 1 || i == 3 || i == 4) CHECK(affected > 0);  // a spine; two spines + a superspine; a pod's spines
   }
+}
+
+TEST_CASE("uneven capacities and parallel links agree with routing every host pair") {
+  // The fast path keeps per-node minimum capacities and skips bundles; give
+  // every link its own capacity and double some links so that shortcut is
+  // exercised with drains of switches, of a bundle member and of NICs.
+  Generated g = Generate("small");
+  std::mt19937 rng(5);
+  std::vector<model::LinkSpec> extra;
+  for (model::LinkSpec& l : g.topology.links) {
+    l.gbps = 100.0 * (1 + rng() % 4);
+    if (rng() % 3 == 0 && l.a.rfind("leaf", 0) == 0) {
+      model::LinkSpec twin = l;
+      twin.a_port += "-twin";
+      twin.gbps = 100.0 * (1 + rng() % 4);
+      extra.push_back(twin);
+    }
+  }
+  g.topology.links.insert(g.topology.links.end(), extra.begin(), extra.end());
+  JobSimIndex index(Snapshot(g));
+  const model::Topology& t = index.topology();
+  int affected = 0;
+  for (NodeId s : t.switches()) affected += CheckAgainstReference(index, model::Drain{{s}, {}});
+  CHECK(affected > 0);
+  for (size_t l = 0; l < t.link_count(); l += 3) {
+    affected += CheckAgainstReference(index, model::Drain{{}, {LinkId(l)}});
+  }
+  auto spines = SwitchesOfTier(t, "spine");
+  CheckAgainstReference(index, model::Drain{{spines[0]}, {LinkId(0), LinkId(7)}});
 }
 
 TEST_CASE("draining a switch no job crosses affects no job") {
