@@ -1,0 +1,187 @@
+// drainwise simulate: the what-if of one drain, offline, from files.
+//
+//   drainwise simulate --topology T --jobs J --drain D [--switch S]...
+//                      --mode job --format json|table
+//   drainwise simulate --topology T --jobs J --candidates spine [--format ...]
+//
+// Modes are entries of kModes below: each gets the loaded snapshot and the
+// resolved drain and prints its own result, so another fidelity (e.g. a
+// flow-level mode with its own options) is one more entry and its options.
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "app/commands.h"
+#include "codec/native.h"
+#include "model/drain.h"
+#include "model/snapshot.h"
+#include "report/job_report.h"
+#include "sim/job_sim.h"
+
+namespace drainwise::app {
+
+namespace {
+
+struct SimulateArgs {
+  std::string topology;
+  std::string jobs;
+  std::string drain;                  // drain JSON file (optional with --switch)
+  std::vector<std::string> switches;  // extra switches to drain
+  std::string mode = "job";
+  std::string format = "table";
+  std::string candidates;             // tier name, or comma-separated switches
+  bool only_affected = false;
+  int max_rows = 50;
+};
+
+// What every mode starts from.
+struct Inputs {
+  model::SnapshotPtr snapshot;
+  model::Drain drain;
+};
+
+constexpr int kUsage = 2;  // bad arguments or input documents
+constexpr int kFailed = 1;
+
+int Fail(int code, const std::string& message) {
+  fmt::print(stderr, "drainwise simulate: {}\n", message);
+  return code;
+}
+
+std::optional<Inputs> Load(const SimulateArgs& a, int* code) {
+  auto topo_spec = codec::ReadTopologySpecFile(a.topology);
+  if (!topo_spec) {
+    *code = Fail(kUsage, fmt::format("{}: {}", a.topology, topo_spec.error().message));
+    return std::nullopt;
+  }
+  auto topo = model::BuildTopology(*topo_spec);
+  if (!topo) {
+    *code = Fail(kUsage, fmt::format("{}: {}", a.topology, topo.error().message));
+    return std::nullopt;
+  }
+  auto jobs = codec::ReadJobsSpecFile(a.jobs);
+  if (!jobs) {
+    *code = Fail(kUsage, fmt::format("{}: {}", a.jobs, jobs.error().message));
+    return std::nullopt;
+  }
+  Inputs in;
+  in.snapshot = model::MakeSnapshot(std::make_shared<const model::Topology>(std::move(*topo)), 1, *jobs, 1);
+  for (const std::string& d : in.snapshot->dropped_jobs) {
+    fmt::print(stderr, "drainwise simulate: warning: {}: job left out: {}\n", a.jobs, d);
+  }
+  model::DrainSpec spec;
+  if (!a.drain.empty()) {
+    auto parsed = codec::ReadDrainSpecFile(a.drain);
+    if (!parsed) {
+      *code = Fail(kUsage, fmt::format("{}: {}", a.drain, parsed.error().message));
+      return std::nullopt;
+    }
+    spec = std::move(*parsed);
+  }
+  spec.switches.insert(spec.switches.end(), a.switches.begin(), a.switches.end());
+  auto drain = model::ResolveDrain(spec, *in.snapshot->topology);
+  if (!drain) {
+    *code = Fail(kUsage, fmt::format("drain: {}", drain.error().message));
+    return std::nullopt;
+  }
+  in.drain = std::move(*drain);
+  return in;
+}
+
+int RunJobMode(const SimulateArgs& a, const Inputs& in) {
+  const sim::JobSimIndex index(in.snapshot);
+  auto result = sim::AssessJobs(index, in.drain);
+  if (!result) return Fail(kFailed, result.error().message);
+  if (a.format == "json") {
+    report::JobJsonOptions options;
+    options.include_unaffected = !a.only_affected;
+    fmt::print("{}\n", report::JobAssessmentToJson(*result, *in.snapshot, in.drain, options).dump(2));
+  } else {
+    fmt::print("{}", report::JobAssessmentTable(*result, *in.snapshot, in.drain, a.max_rows));
+  }
+  return 0;
+}
+
+// Every single-switch drain of a tier (or of the listed switches), safest first.
+int RunCandidates(const SimulateArgs& a, const Inputs& in) {
+  const model::Topology& t = *in.snapshot->topology;
+  std::vector<model::NodeId> switches = sim::SwitchesOfTier(t, a.candidates);
+  if (switches.empty()) {
+    size_t start = 0;
+    while (start <= a.candidates.size()) {
+      size_t end = a.candidates.find(',', start);
+      if (end == std::string::npos) end = a.candidates.size();
+      std::string name = a.candidates.substr(start, end - start);
+      if (!name.empty()) {
+        auto n = t.FindNode(name);
+        if (!n || !t.node(*n).is_switch()) {
+          return Fail(kUsage, fmt::format("--candidates: '{}' is neither a tier nor a switch", name));
+        }
+        switches.push_back(*n);
+      }
+      start = end + 1;
+    }
+  }
+  const sim::JobSimIndex index(in.snapshot);
+  sim::JobSimWorkspace ws;
+  auto ranked = sim::SweepDrainCandidates(index, switches, ws);
+  if (!ranked) return Fail(kFailed, ranked.error().message);
+  if (a.format == "json") {
+    fmt::print("{}\n", report::DrainCandidatesToJson(*ranked, *in.snapshot).dump(2));
+  } else {
+    fmt::print("{}", report::DrainCandidatesTable(*ranked, *in.snapshot, a.max_rows));
+  }
+  return 0;
+}
+
+struct Mode {
+  const char* name;
+  int (*run)(const SimulateArgs&, const Inputs&);
+};
+constexpr Mode kModes[] = {
+    {"job", RunJobMode},
+};
+
+int RunSimulate(const SimulateArgs& a) {
+  if (a.format != "json" && a.format != "table") return Fail(kUsage, "--format must be json or table");
+  const Mode* mode = nullptr;
+  for (const Mode& m : kModes) {
+    if (a.mode == m.name) mode = &m;
+  }
+  if (!mode) return Fail(kUsage, fmt::format("unknown --mode '{}'", a.mode));
+  if (a.candidates.empty() && a.drain.empty() && a.switches.empty()) {
+    return Fail(kUsage, "give a drain: --drain FILE and/or --switch NAME (or --candidates TIER)");
+  }
+  int code = 0;
+  auto in = Load(a, &code);
+  if (!in) return code;
+  if (!a.candidates.empty()) {
+    if (a.mode != "job") return Fail(kUsage, "--candidates runs the job-level what-if: use --mode job");
+    return RunCandidates(a, *in);
+  }
+  return mode->run(a, *in);
+}
+
+}  // namespace
+
+void RegisterSimulate(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<SimulateArgs>();
+  auto* cmd = app.add_subcommand("simulate", "What a drain does to the jobs, offline, from files");
+  cmd->add_option("--topology", args->topology, "drainwise.topology/v1 file")->required();
+  cmd->add_option("--jobs", args->jobs, "drainwise.jobs/v1 file")->required();
+  cmd->add_option("--drain", args->drain, "Drain file: {\"switches\":[...], \"links\":[...]}");
+  cmd->add_option("--switch", args->switches, "A switch to drain (repeatable; added to --drain)");
+  cmd->add_option("--mode", args->mode, "Fidelity: job (structural: paths, spray bandwidth)")->capture_default_str();
+  cmd->add_option("--format", args->format, "json | table")->capture_default_str();
+  cmd->add_option("--candidates", args->candidates,
+                  "Rank every single-switch drain of a tier (e.g. spine) or of a comma-separated list");
+  cmd->add_flag("--only-affected", args->only_affected, "JSON: list only the jobs the drain affects");
+  cmd->add_option("--max-rows", args->max_rows, "Table rows at most")->capture_default_str();
+  cmd->callback([args, exit_code] { *exit_code = RunSimulate(*args); });
+}
+
+}  // namespace drainwise::app
