@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   drainwise::app::RegisterFabric(app, &exit_code);
   drainwise::app::RegisterServe(app, &exit_code);
+  drainwise::app::RegisterSimulate(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
