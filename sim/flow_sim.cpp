@@ -310,9 +310,20 @@ struct FlowSimulator::State {
   }
 
   Scenario Route(const model::DrainMask& mask, const Scenario* base, uint64_t seed) const;
-  void RouteSpray(const model::DrainMask& mask, const Scenario* base, Scenario& sc) const;
-  void RouteHash(const model::DrainMask& mask, const Scenario* base, uint64_t seed, Scenario& sc) const;
-  Result<Scenario> Run(const model::DrainMask& mask, const Scenario* base, uint64_t seed, std::stop_token stop) const;
+  // What a run may start from: `reuse` is a scenario whose unchanged routes
+  // and solved components are taken over (the baseline of the same seed,
+  // or another seed's run under the same mask); `routes`, a table computed
+  // under the same mask to borrow routes from instead; `previous_paths`, the
+  // baseline whose hashed paths resilient hashing keeps.
+  struct RunFrom {
+    const Scenario* reuse = nullptr;
+    const RouteTable* routes = nullptr;
+    const Scenario* previous_paths = nullptr;
+  };
+  void RouteSpray(const model::DrainMask& mask, const RunFrom& from, Scenario& sc) const;
+  void RouteHash(const model::DrainMask& mask, const RunFrom& from, uint64_t seed, Scenario& sc) const;
+  Result<Scenario> Run(const model::DrainMask& mask, const RunFrom& from, uint64_t seed, std::stop_token stop) const;
+  std::vector<uint32_t> ReuseMap(const Scenario& base, const Scenario& sc) const;
 };
 
 namespace {
@@ -345,12 +356,13 @@ std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowO
 }  // namespace
 
 
-void FlowSimulator::State::RouteSpray(const model::DrainMask& mask, const Scenario* base, Scenario& sc) const {
+void FlowSimulator::State::RouteSpray(const model::DrainMask& mask, const RunFrom& from, Scenario& sc) const {
   const bool per_path = options.routing == FlowRouting::kSprayPath;
   const auto& demands = workload.demands;
   std::vector<int16_t> src_nics, dst_nics;
   for (const FlowDemand& d : demands) RegisterDemand(d, mask, sc.table, src_nics, dst_nics);
-  ComputeClasses(*index, mask, base ? &base->table : nullptr, per_path, false, sc.table);
+  ComputeClasses(*index, mask, from.routes ? from.routes : from.reuse ? &from.reuse->table : nullptr, per_path, false,
+                 sc.table);
 
   const size_t nd = demands.size();
   std::vector<uint8_t> demand_ok(nd, 0);
@@ -463,13 +475,15 @@ void FlowSimulator::State::RouteSpray(const model::DrainMask& mask, const Scenar
   }
 }
 
-void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const Scenario* base, uint64_t seed,
+void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom& from, uint64_t seed,
                                      Scenario& sc) const {
+  const Scenario* base = from.previous_paths;
   const bool resilient = options.routing == FlowRouting::kHashResilient && base != nullptr;
   const auto& demands = workload.demands;
   std::vector<int16_t> src_nics, dst_nics;
   for (const FlowDemand& d : demands) RegisterDemand(d, mask, sc.table, src_nics, dst_nics);
-  ComputeClasses(*index, mask, base ? &base->table : nullptr, false, true, sc.table);
+  ComputeClasses(*index, mask, from.routes ? from.routes : from.reuse ? &from.reuse->table : nullptr, false, true,
+                 sc.table);
 
   const size_t nd = demands.size();
   sc.demand_hops.assign(nd, 0);
@@ -515,6 +529,26 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const Scenari
   };
   std::vector<PairChoice> pairs;
   std::vector<LinkShare> links;
+  std::vector<ClassTerm> path_terms;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> path_classes;  // path hash -> classes
+  std::vector<LinkShare> class_links;
+  auto PathClass = [&](std::span<const uint32_t> path) -> uint32_t {
+    uint64_t h = 0x243F6A8885A308D3ull;
+    for (uint32_t l : path) h = Mix(h ^ l);
+    auto& candidates = path_classes[h];
+    for (uint32_t c : candidates) {
+      const auto& cl = p.classes[c];
+      if (cl.size() == path.size() &&
+          std::equal(path.begin(), path.end(), cl.begin(), [](uint32_t l, const LinkShare& x) { return l == x.link; })) {
+        return c;
+      }
+    }
+    class_links.clear();
+    for (uint32_t l : path) class_links.push_back({l, 1.0});
+    uint32_t c = p.AddClass(class_links);
+    candidates.push_back(c);
+    return c;
+  };
   for (size_t i = 0; i < nd; ++i) {
     const FlowDemand& d = demands[i];
     flat.clear();
@@ -573,9 +607,15 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const Scenari
       size_t e = k + 1;
       auto pk = path_of(order[k]);
       while (e < nflows && std::ranges::equal(path_of(order[e]), pk)) ++e;
+      // NIC links private; the fabric part is a class shared by every flow
+      // hashed onto the same path, so the solver can tell links that can
+      // never saturate (and split the fabric into independent components).
       links.clear();
-      for (uint32_t l : pk) links.push_back({l, 1.0});
-      p.AddAggregate(static_cast<double>(e - k), units::BitsFromBytes(d.bytes), links, {});
+      links.push_back({pk.front(), 1.0});
+      links.push_back({pk.back(), 1.0});
+      path_terms.clear();
+      if (pk.size() > 2) path_terms.push_back({PathClass(pk.subspan(1, pk.size() - 2)), 1.0});
+      p.AddAggregate(static_cast<double>(e - k), units::BitsFromBytes(d.bytes), links, path_terms);
       sc.agg_demand.push_back(static_cast<uint32_t>(i));
       sc.demand_hops[i] = std::max<uint16_t>(sc.demand_hops[i], static_cast<uint16_t>(pk.size()));
       k = e;
@@ -590,23 +630,78 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const Scenari
   }
 }
 
-Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const Scenario* base, uint64_t seed,
+// Per aggregate of `sc`: its index in `base` when it is identical there
+// (same demand, weight, size and route), else kNoLink.
+std::vector<uint32_t> FlowSimulator::State::ReuseMap(const Scenario& base, const Scenario& sc) const {
+  const size_t nd = workload.demands.size();
+  std::vector<uint32_t> out(sc.agg_demand.size(), kNoLink);
+  auto same_job_state = [&](size_t i) {
+    uint32_t j = workload.demands[i].job;
+    return sc.job_connected[j] == base.job_connected[j];
+  };
+  if (!hash()) {  // aggregate i = demand i in both
+    for (size_t i = 0; i < nd; ++i) {
+      if (!sc.demand_changed[i] && same_job_state(i)) out[i] = static_cast<uint32_t>(i);
+    }
+    return out;
+  }
+  const FluidProblem& p = sc.problem;
+  const FluidProblem& q = base.problem;
+  auto same_agg = [&](size_t a, size_t b) {
+    if (p.weight[a] != q.weight[b] || p.bits[a] != q.bits[b]) return false;
+    if (!std::equal(p.private_links.begin() + p.private_offsets[a], p.private_links.begin() + p.private_offsets[a + 1],
+                    q.private_links.begin() + q.private_offsets[b], q.private_links.begin() + q.private_offsets[b + 1],
+                    [](const LinkShare& x, const LinkShare& y) { return x.link == y.link && x.share == y.share; })) {
+      return false;
+    }
+    const uint32_t ta = p.term_offsets[a + 1] - p.term_offsets[a], tb = q.term_offsets[b + 1] - q.term_offsets[b];
+    if (ta != tb) return false;
+    for (uint32_t k = 0; k < ta; ++k) {
+      const ClassTerm& x = p.terms[p.term_offsets[a] + k];
+      const ClassTerm& y = q.terms[q.term_offsets[b] + k];
+      if (x.scale != y.scale) return false;
+      auto cx = p.classes[x.cls], cy = q.classes[y.cls];
+      if (!std::equal(cx.begin(), cx.end(), cy.begin(), cy.end(),
+                      [](const LinkShare& u, const LinkShare& v) { return u.link == v.link && u.share == v.share; })) {
+        return false;
+      }
+    }
+    return true;
+  };
+  // Aggregates are emitted in demand order in both scenarios.
+  size_t a = 0, b = 0;
+  for (size_t i = 0; i < nd; ++i) {
+    size_t a1 = a, b1 = b;
+    while (a1 < sc.agg_demand.size() && sc.agg_demand[a1] == i) ++a1;
+    while (b1 < base.agg_demand.size() && base.agg_demand[b1] == i) ++b1;
+    if (a1 - a == b1 - b && same_job_state(i)) {
+      bool same = true;
+      for (size_t k = 0; same && k < a1 - a; ++k) same = same_agg(a + k, b + k);
+      if (same) {
+        for (size_t k = 0; k < a1 - a; ++k) out[a + k] = static_cast<uint32_t>(b + k);
+      }
+    }
+    a = a1;
+    b = b1;
+  }
+  return out;
+}
+
+Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const RunFrom& from, uint64_t seed,
                                            std::stop_token stop) const {
   Scenario sc;
   sc.capacity_bps = capacity_bps;
   if (hash()) {
-    RouteHash(mask, base, seed, sc);
+    RouteHash(mask, from, seed, sc);
   } else {
-    RouteSpray(mask, base, sc);
+    RouteSpray(mask, from, sc);
   }
   if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
   ReuseHint hint;
-  if (base != nullptr && !hash() && options.overload_penalty == 0) {
-    for (size_t i = 0; i < sc.demand_changed.size(); ++i) {
-      uint32_t j = workload.demands[i].job;
-      if (sc.job_connected[j] != base->job_connected[j]) sc.demand_changed[i] = 1;
-    }
-    hint = {&base->solution, &sc.demand_changed};
+  std::vector<uint32_t> previous;
+  if (from.reuse != nullptr && options.overload_penalty == 0) {
+    previous = ReuseMap(*from.reuse, sc);
+    hint = {&from.reuse->solution, &previous};
   }
   auto sol = SolveFluid(sc.problem, stop, hint);
   if (!sol) return tl::unexpected(sol.error());
@@ -659,7 +754,11 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   const int seeds = st->hash() ? st->options.hash_seeds : 1;
   const model::DrainMask none;
   for (int k = 0; k < seeds; ++k) {
-    auto sc = st->Run(none, nullptr, st->options.seed + static_cast<uint64_t>(k), stop);
+    // Seeds after the first take the first's routes and, where their flows
+    // hash identically (every flow inside a leaf), its solved components.
+    State::RunFrom from;
+    if (k > 0) from.reuse = &st->baseline[0];
+    auto sc = st->Run(none, from, st->options.seed + static_cast<uint64_t>(k), stop);
     if (!sc) return tl::unexpected(sc.error());
     st->baseline.push_back(std::move(*sc));
   }
@@ -687,7 +786,11 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
   std::vector<Scenario> drained;
   drained.reserve(nseeds);
   for (size_t k = 0; k < nseeds; ++k) {
-    auto sc = st.Run(mask, &st.baseline[k], o.seed + k, stop);
+    State::RunFrom from;
+    from.reuse = &st.baseline[k];
+    if (k > 0) from.routes = &drained[0].table;  // same mask: the drained routes once
+    if (o.routing == FlowRouting::kHashResilient) from.previous_paths = &st.baseline[k];
+    auto sc = st.Run(mask, from, o.seed + k, stop);
     if (!sc) return tl::unexpected(sc.error());
     drained.push_back(std::move(*sc));
   }

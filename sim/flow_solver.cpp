@@ -370,18 +370,20 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     const uint32_t* me = members.data() + comp_off[comp + 1];
     if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
 
-    if (reuse.previous != nullptr && reuse.changed != nullptr) {
+    if (reuse.previous != nullptr && reuse.previous_index != nullptr) {
       const FluidSolution& prev = *reuse.previous;
-      uint32_t pc = prev.component[*mb];
-      bool same = prev.component_size[pc] == static_cast<uint32_t>(me - mb);
+      const auto& idx = *reuse.previous_index;
+      bool same = idx[*mb] != kNoLink;
+      const uint32_t pc = same ? prev.component[idx[*mb]] : 0;
+      same = same && prev.component_size[pc] == static_cast<uint32_t>(me - mb);
       for (const uint32_t* it = mb; same && it != me; ++it) {
-        same = !(*reuse.changed)[*it] && prev.component[*it] == pc;
+        same = idx[*it] != kNoLink && prev.component[idx[*it]] == pc;
       }
       if (same) {
         for (const uint32_t* it = mb; it != me; ++it) {
-          sol.finish_s[*it] = prev.finish_s[*it];
-          sol.rate0_bps[*it] = prev.rate0_bps[*it];
-          sol.bottleneck0[*it] = prev.bottleneck0[*it];
+          sol.finish_s[*it] = prev.finish_s[idx[*it]];
+          sol.rate0_bps[*it] = prev.rate0_bps[idx[*it]];
+          sol.bottleneck0[*it] = prev.bottleneck0[idx[*it]];
         }
         ++sol.components_reused;
         continue;

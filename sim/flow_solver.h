@@ -95,11 +95,12 @@ struct FluidSolution {
 };
 
 // Reuse a previous solution for the components whose aggregates are all
-// unchanged (`changed[a] == 0`: same weight, size and route) and that form
-// exactly one component of `previous` (same aggregate indices).
+// unchanged and that form exactly one component of `previous`.
+// previous_index[a] is aggregate a's index in the previous problem when it is
+// identical there (same weight, size and route), kNoLink when it changed.
 struct ReuseHint {
   const FluidSolution* previous = nullptr;
-  const std::vector<uint8_t>* changed = nullptr;
+  const std::vector<uint32_t>* previous_index = nullptr;
 };
 
 Result<FluidSolution> SolveFluid(const FluidProblem& problem, std::stop_token stop = {},
