@@ -873,9 +873,12 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
     for (uint32_t l = 0; l < ndl; ++l) {
       if (!rep.link_down[l] && rep.drained_load_bps[l] > 0) cand.push_back(l);
     }
+    // Fullest first; among equally full links, those the drain loaded most.
     auto hotter = [&](uint32_t x, uint32_t y) {
       double ux = utilisation(x, rep.drained_load_bps[x]), uy = utilisation(y, rep.drained_load_bps[y]);
-      if (ux != uy) return ux > uy;
+      if (std::abs(ux - uy) > 1e-9) return ux > uy;
+      double gx = rep.drained_load_bps[x] - rep.baseline_load_bps[x], gy = rep.drained_load_bps[y] - rep.baseline_load_bps[y];
+      if (std::abs(gx - gy) > 1e-3) return gx > gy;
       if (rep.drained_load_bps[x] != rep.drained_load_bps[y]) return rep.drained_load_bps[x] > rep.drained_load_bps[y];
       return x < y;
     };

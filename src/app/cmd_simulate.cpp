@@ -19,7 +19,9 @@
 #include "codec/native.h"
 #include "model/drain.h"
 #include "model/snapshot.h"
+#include "report/flow_report.h"
 #include "report/job_report.h"
+#include "sim/flow_sim.h"
 #include "sim/job_sim.h"
 
 namespace drainwise::app {
@@ -36,6 +38,15 @@ struct SimulateArgs {
   std::string candidates;             // tier name, or comma-separated switches
   bool only_affected = false;
   int max_rows = 50;
+  // --mode flow (sim/flow_sim.h; defaults are FlowOptions').
+  std::string routing = "spray";
+  int hash_seeds = 8;
+  uint64_t seed = 1;
+  std::optional<double> goodput;
+  std::optional<double> per_hop_latency_us;
+  std::optional<double> per_message_overhead_us;
+  std::optional<double> overload_penalty;
+  bool fluid_only = false;  // goodput 1, no latency: the exactness contract's model
 };
 
 // What every mode starts from.
@@ -138,12 +149,40 @@ int RunCandidates(const SimulateArgs& a, const Inputs& in) {
   return 0;
 }
 
+// Flow-level: every job's collectives as flows, max-min fair on the drained fabric.
+int RunFlowMode(const SimulateArgs& a, const Inputs& in) {
+  auto routing = sim::ParseFlowRouting(a.routing);
+  if (!routing) return Fail(kUsage, fmt::format("--routing '{}': expected spray, spray-path, hash, hash-rehash", a.routing));
+  sim::FlowOptions o = a.fluid_only ? sim::FlowOptions::Exact() : sim::FlowOptions{};
+  o.routing = *routing;
+  o.hash_seeds = a.hash_seeds;
+  o.seed = a.seed;
+  if (a.goodput) o.goodput = *a.goodput;
+  if (a.per_hop_latency_us) o.per_hop_latency_s = *a.per_hop_latency_us / 1e6;
+  if (a.per_message_overhead_us) o.per_message_overhead_s = *a.per_message_overhead_us / 1e6;
+  if (a.overload_penalty) o.overload_penalty = *a.overload_penalty;
+  auto result = sim::SimulateFlows(*in.snapshot, in.drain, o);
+  if (!result) {
+    return Fail(result.error().code == ErrorCode::kInvalidArgument ? kUsage : kFailed, result.error().message);
+  }
+  report::FlowJsonOptions jo;
+  if (a.only_affected) jo.max_jobs = a.max_rows;
+  nlohmann::json doc = report::FlowReportToJson(*result, *in.snapshot, jo);
+  if (a.format == "json") {
+    fmt::print("{}\n", doc.dump(2));
+  } else {
+    fmt::print("{}", report::FlowReportText(doc, a.max_rows));
+  }
+  return 0;
+}
+
 struct Mode {
   const char* name;
   int (*run)(const SimulateArgs&, const Inputs&);
 };
 constexpr Mode kModes[] = {
     {"job", RunJobMode},
+    {"flow", RunFlowMode},
 };
 
 int RunSimulate(const SimulateArgs& a) {
@@ -175,12 +214,27 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
   cmd->add_option("--jobs", args->jobs, "drainwise.jobs/v1 file")->required();
   cmd->add_option("--drain", args->drain, "Drain file: {\"switches\":[...], \"links\":[...]}");
   cmd->add_option("--switch", args->switches, "A switch to drain (repeatable; added to --drain)");
-  cmd->add_option("--mode", args->mode, "Fidelity: job (structural: paths, spray bandwidth)")->capture_default_str();
+  cmd->add_option("--mode", args->mode,
+                  "Fidelity: job (structural: paths, spray bandwidth) | flow (max-min fair flows: comm and iteration times)")
+      ->capture_default_str();
   cmd->add_option("--format", args->format, "json | table")->capture_default_str();
   cmd->add_option("--candidates", args->candidates,
                   "Rank every single-switch drain of a tier (e.g. spine) or of a comma-separated list");
   cmd->add_flag("--only-affected", args->only_affected, "JSON: list only the jobs the drain affects");
   cmd->add_option("--max-rows", args->max_rows, "Table rows at most")->capture_default_str();
+  cmd->add_option("--routing", args->routing, "--mode flow: spray | spray-path | hash (resilient) | hash-rehash")
+      ->capture_default_str();
+  cmd->add_option("--hash-seeds", args->hash_seeds, "--mode flow, hash routing: seeds (mean and worst)")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->seed, "--mode flow, hash routing: first seed")->capture_default_str();
+  cmd->add_option("--goodput", args->goodput, "--mode flow: usable share of line rate (default 0.95)");
+  cmd->add_option("--per-hop-latency-us", args->per_hop_latency_us, "--mode flow: latency per link of a path (default 1)");
+  cmd->add_option("--per-message-overhead-us", args->per_message_overhead_us,
+                  "--mode flow: latency per collective step (default 5)");
+  cmd->add_option("--overload-penalty", args->overload_penalty,
+                  "--mode flow: capacity lost on links at >= 95% at t = 0 (default 0: off)");
+  cmd->add_flag("--fluid-only", args->fluid_only,
+                "--mode flow: pure fluid model (goodput 1, no latency), as in the exactness contract");
   cmd->callback([args, exit_code] { *exit_code = RunSimulate(*args); });
 }
 

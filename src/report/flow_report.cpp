@@ -22,10 +22,16 @@ struct Ends {
   std::string from, to, link;
 };
 
+// "from:port -> to:port" in the direction of travel.
 Ends EndsOf(const model::Topology& t, uint32_t directed) {
   const model::Link& l = t.link(sim::LinkOfDirected(directed));
   const bool a_to_b = directed % 2 == 0;
-  return {t.node(a_to_b ? l.a : l.b).name, t.node(a_to_b ? l.b : l.a).name, t.LinkName(sim::LinkOfDirected(directed))};
+  const std::string& from = t.node(a_to_b ? l.a : l.b).name;
+  const std::string& to = t.node(a_to_b ? l.b : l.a).name;
+  const std::string& from_port = a_to_b ? l.a_port : l.b_port;
+  const std::string& to_port = a_to_b ? l.b_port : l.a_port;
+  auto end = [](const std::string& n, const std::string& p) { return p.empty() ? n : n + ":" + p; };
+  return {from, to, end(from, from_port) + " -> " + end(to, to_port)};
 }
 
 double Utilisation(const sim::FlowReport& r, uint32_t l, double load) {
