@@ -1,0 +1,172 @@
+#include <doctest/doctest.h>
+
+#include "connectors/slurm.h"
+#include "model/topology.h"
+#include "test_data.h"
+
+namespace drainwise::connectors {
+namespace {
+
+using nlohmann::json;
+using testdata::ReadJson;
+using testdata::ReadText;
+
+int CountLinks(const model::TopologySpec& t, const std::string& sw) {
+  int n = 0;
+  for (const auto& l : t.links) n += (l.a == sw || l.b == sw);
+  return n;
+}
+
+TEST_CASE("topology.conf fixture: leaves, spine, hosts from hostlists") {
+  auto t = ParseSlurmTopologyConf(ReadText("fixtures/topology.conf"));
+  REQUIRE(t.has_value());
+  // 3 switches + gpu001-004 + gpu005-008 + gpu010 = 12 nodes.
+  REQUIRE(t->nodes.size() == 12);
+  CHECK(t->nodes[0].id == "leaf-a01");
+  CHECK(t->nodes[0].tier == "leaf");
+  CHECK(t->nodes[0].level == 1);
+  CHECK(t->nodes[2].id == "spine-01");
+  CHECK(t->nodes[2].tier == "spine");
+  CHECK(t->nodes[2].level == 2);
+  CHECK(t->nodes[3].id == "gpu001");
+  CHECK(t->nodes[3].kind == model::NodeKind::kHost);
+  CHECK(t->nodes[3].gpus == 8);
+  // 2 leaf uplinks + 4 + 5 host links.
+  CHECK(t->links.size() == 11);
+  CHECK(CountLinks(*t, "leaf-a01") == 5);
+  CHECK(CountLinks(*t, "leaf-a02") == 6);
+  CHECK(CountLinks(*t, "spine-01") == 2);
+  for (const auto& l : t->links) CHECK(l.gbps == doctest::Approx(400));
+  CHECK(model::BuildTopology(*t).has_value());
+}
+
+TEST_CASE("topology.conf variants: LinkSpeed, continuation, case, three levels") {
+  const char* conf =
+      "# three levels\n"
+      "switchname=s1 nodes=h[1-2] linkspeed=100\n"
+      "SwitchName=s2 Nodes=h3 \\\n"
+      "   LinkSpeed=200\n"
+      "SwitchName=sp1 Switches=s[1-2]   # spine\n"
+      "\n"
+      "SwitchName=top Switches=sp1 LinkSpeed=800\n";
+  auto t = ParseSlurmTopologyConf(conf);
+  REQUIRE(t.has_value());
+  REQUIRE(t->nodes.size() == 7);
+  CHECK(t->nodes[3].id == "top");
+  CHECK(t->nodes[3].tier == "superspine");
+  CHECK(t->nodes[3].level == 3);
+  // s1's links are 100, s2's 200, sp1 has no LinkSpeed (default), top's 800.
+  for (const auto& l : t->links) {
+    if (l.b == "s1") CHECK(l.gbps == doctest::Approx(100));
+    if (l.b == "s2") CHECK(l.gbps == doctest::Approx(200));
+    if (l.b == "sp1") CHECK(l.gbps == doctest::Approx(400));
+    if (l.b == "top") CHECK(l.gbps == doctest::Approx(800));
+  }
+  CHECK(model::BuildTopology(*t).has_value());
+
+  SlurmTopologyOptions o;
+  o.link_speed_unit_gbps = 0;  // ignore LinkSpeed
+  o.default_gbps = 50;
+  auto t2 = ParseSlurmTopologyConf(conf, o);
+  REQUIRE(t2.has_value());
+  for (const auto& l : t2->links) CHECK(l.gbps == doctest::Approx(50));
+}
+
+TEST_CASE("topology.conf errors name the line") {
+  struct Case {
+    const char* conf;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"SwitchName=s1 Nodes=h[1-2]\nSwitchName=sp Switches=s[1-2]\n",
+       "topology.conf line 2: switch 'sp' lists undefined switch 's2'"},
+      {"SwitchName=a Switches=b\nSwitchName=b Switches=a\n", "topology.conf line 1: switch 'a' is part of a cycle"},
+      {"SwitchName=s1 Nodes=h1 Color=red\n", "topology.conf line 1: unknown key 'Color' (SwitchName, Switches, Nodes, LinkSpeed)"},
+      {"\n\nSwitchName=s1 Nodes=gpu[01-02]-ib\n",
+       "topology.conf line 3: Nodes: hostlist 'gpu[01-02]-ib': text '-ib' after the last ']'"},
+      {"SwitchName=s1 Nodes=h1\nSwitchName=s1 Nodes=h2\n", "topology.conf line 2: switch 's1' defined twice"},
+      {"Nodes=h1\n", "topology.conf line 1: SwitchName= required"},
+      {"SwitchName=s1\n", "topology.conf line 1: switch 's1' has neither Switches= nor Nodes="},
+      {"SwitchName=s1 Nodes=h1 LinkSpeed=fast\n", "topology.conf line 1: LinkSpeed 'fast' is not a positive number"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.conf);
+    auto t = ParseSlurmTopologyConf(c.conf);
+    REQUIRE_FALSE(t.has_value());
+    CHECK(t.error().message == c.message);
+  }
+}
+
+TEST_CASE("squeue --json (24.11, data_parser v0.0.42): only running jobs, number objects") {
+  auto jobs = ParseSlurmJobs(ReadJson("fixtures/squeue.json"));
+  REQUIRE(jobs.has_value());
+  REQUIRE(jobs->jobs.size() == 1);  // 481600 is PENDING
+  const auto& j = jobs->jobs[0];
+  CHECK(j.id == "481516");
+  CHECK(j.name == "llama-70b-pretrain");
+  CHECK(j.tenant == "llm-research");
+  CHECK(j.hosts == std::vector<std::string>{"gpu001", "gpu002", "gpu003", "gpu004", "gpu010"});
+  CHECK(j.gpus_per_host == 8);  // gres/gpu:8
+  REQUIRE(j.started_at.has_value());
+  CHECK(*j.started_at == 1718012345);
+  REQUIRE(j.expected_end.has_value());
+  CHECK(*j.expected_end == 1718617145);
+  CHECK(j.labels.at("partition") == "h100");
+  CHECK(j.labels.at("user") == "alice");
+  CHECK(j.labels.at("account") == "llm-research");
+  CHECK(j.priority == 0);  // Slurm's scheduling priority is not mapped
+  CHECK(j.iteration.collectives.empty());
+  CHECK(j.profile_source == "default");
+}
+
+TEST_CASE("squeue --json (23.02, v0.0.38): job_state as a string, plain numbers, several brackets") {
+  SlurmJobsOptions o;
+  o.id_prefix = "c1:";
+  auto jobs = ParseSlurmJobs(ReadJson("connectors/squeue_v0038.json"), o);
+  REQUIRE(jobs.has_value());
+  REQUIRE(jobs->jobs.size() == 2);  // 77002 pending, 77003 completing
+  const auto& a = jobs->jobs[0];
+  CHECK(a.id == "c1:77001");
+  CHECK(a.hosts == std::vector<std::string>{"rack0_gpu1", "rack0_gpu2", "rack1_gpu1", "rack1_gpu2"});
+  CHECK(a.gpus_per_host == 4);  // gres:gpu:a100:4
+  CHECK(*a.started_at == 1718000000);
+  CHECK_FALSE(a.expected_end.has_value());  // end_time 0
+  CHECK(a.labels.at("qos") == "normal");
+  const auto& b = jobs->jobs[1];
+  CHECK(b.id == "c1:77004");  // ["RUNNING", "COMPLETING"]
+  CHECK(b.hosts == std::vector<std::string>{"gpu005", "gpu006", "gpu007", "gpu008", "gpu010"});
+  CHECK(*b.started_at == 1718001000);
+  CHECK_FALSE(b.expected_end.has_value());  // set: false
+  CHECK(b.gpus_per_host == 0);
+}
+
+TEST_CASE("slurm jobs errors: in-band slurmrestd errors, bad fields") {
+  auto err = ParseSlurmJobs(ReadJson("connectors/slurmrestd_error.json"));
+  REQUIRE_FALSE(err.has_value());
+  CHECK(err.error().message == "slurm jobs: errors[0]: slurm reported: Unable to query jobs");
+
+  json doc = ReadJson("fixtures/squeue.json");
+  doc["jobs"][0]["job_state"] = 3;
+  auto bad = ParseSlurmJobs(doc);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message == "slurm jobs: jobs[0].job_state: expected a string or a list, got number");
+
+  doc = ReadJson("fixtures/squeue.json");
+  doc["jobs"][0]["nodes"] = "gpu[4-1]";
+  bad = ParseSlurmJobs(doc);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message == "slurm jobs: jobs[0].nodes: hostlist 'gpu[4-1]': reversed range '4-1'");
+
+  doc = ReadJson("fixtures/squeue.json");
+  doc["jobs"][0]["start_time"] = json{{"set", true}, {"infinite", false}};
+  bad = ParseSlurmJobs(doc);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message == "slurm jobs: jobs[0].start_time.number: required");
+
+  auto no_jobs = ParseSlurmJobs(json::parse(R"({"meta": {}})"));
+  REQUIRE_FALSE(no_jobs.has_value());
+  CHECK(no_jobs.error().message == "slurm jobs: jobs: required");
+}
+
+}  // namespace
+}  // namespace drainwise::connectors
