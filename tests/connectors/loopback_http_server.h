@@ -1,0 +1,102 @@
+// A tiny HTTP/1.1 server on 127.0.0.1 with an ephemeral port, for connector
+// tests only. Routes map an exact request target ("/api/dcim/devices/?limit=2")
+// to a status and body and can be changed while it runs. Every request's
+// target and headers are recorded. One connection at a time, Connection: close.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace drainwise::connectors::loopback {
+
+class LoopbackHttpServer {
+ public:
+  struct Response {
+    int status = 200;
+    std::string body;
+    std::string content_type = "application/json";
+  };
+  struct Request {
+    std::string target;
+    std::map<std::string, std::string> headers;
+  };
+
+  LoopbackHttpServer() : acceptor_(ioc_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    Accept();
+    thread_ = std::thread([this] { ioc_.run(); });
+  }
+  ~LoopbackHttpServer() {
+    ioc_.stop();
+    thread_.join();
+  }
+
+  unsigned short port() const { return acceptor_.local_endpoint().port(); }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+
+  void Set(const std::string& target, Response r) {
+    std::lock_guard lock(mutex_);
+    routes_[target] = std::move(r);
+  }
+  std::vector<Request> requests() const {
+    std::lock_guard lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  void Accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, boost::asio::ip::tcp::socket socket) {
+      if (!ec) Serve(std::move(socket));
+      Accept();
+    });
+  }
+
+  // Synchronous on the server's only thread: fine for tests, and a receive
+  // timeout keeps a silent client from wedging it.
+  void Serve(boost::asio::ip::tcp::socket socket) {
+    namespace http = boost::beast::http;
+    timeval tv{2, 0};
+    setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    boost::beast::flat_buffer buffer;
+    http::request<http::string_body> req;
+    boost::system::error_code ec;
+    http::read(socket, buffer, req, ec);
+    if (ec) return;
+    Response r{404, "not found", "text/plain"};
+    {
+      std::lock_guard lock(mutex_);
+      Request rec;
+      rec.target = std::string(req.target());
+      for (const auto& f : req) rec.headers[std::string(f.name_string())] = std::string(f.value());
+      requests_.push_back(std::move(rec));
+      auto it = routes_.find(std::string(req.target()));
+      if (it != routes_.end()) r = it->second;
+    }
+    http::response<http::string_body> res{static_cast<http::status>(r.status), 11};
+    res.set(http::field::content_type, r.content_type);
+    res.set(http::field::connection, "close");
+    res.body() = r.body;
+    res.prepare_payload();
+    http::write(socket, res, ec);
+    socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
+  }
+
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::thread thread_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Response> routes_;
+  std::vector<Request> requests_;
+};
+
+}  // namespace drainwise::connectors::loopback
