@@ -37,7 +37,9 @@ TEST_CASE("old versions are pruned beyond keep_versions") {
   auto s = store::Store::Open(":memory:", {.keep_versions = 3});
   REQUIRE(s.has_value());
   for (int i = 0; i < 5; ++i) {
-    (*s)->PutDocument({store::DocKind::kJobs}, "{\"v\":" + std::to_string(i) + "}");
+    store::DocumentInfo info;
+    info.kind = store::DocKind::kJobs;
+    (*s)->PutDocument(info, "{\"v\":" + std::to_string(i) + "}");
   }
   auto list = (*s)->ListDocuments(store::DocKind::kJobs, 100);
   CHECK(list->size() == 3);

@@ -28,7 +28,7 @@ model::Drain DrainOf(const model::Topology& t, const nlohmann::json& drain);
 //          |   \/   |
 //          |   /\   |
 //        leaf0    leaf1
-//        /  \     /  \
+//        /  \     /  \.
 //       h0  h1   h2  h3
 nlohmann::json TwoByTwo(double uplink_gbps = 100, double host_gbps = 100);
 
