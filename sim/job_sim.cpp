@@ -327,6 +327,8 @@ struct JobSimWorkspace::State {
   std::vector<uint32_t> touched;
   std::vector<uint32_t> node_touched;  // epoch: endpoint of a down link
   std::vector<uint8_t> down;           // per node: drained switch (current drain)
+  std::vector<uint32_t> down_degree;   // per node: its down links (current drain)
+  std::vector<uint32_t> degree_list;   // nodes with down_degree set
   std::vector<NodeId> down_list;
   // Per class: epoch and the switches that lost every surviving shortest
   // path towards it ("dead"); dead_mark stamps the current class's set.
@@ -368,6 +370,8 @@ struct JobSimWorkspace::State {
       node_touched.assign(n, 0);
       down.assign(n, 0);
       down_list.clear();
+      down_degree.assign(n, 0);
+      degree_list.clear();
       dest_epoch.assign(index.routing().class_count(), 0);
       dead_lists.assign(index.routing().class_count(), {});
       dead_mark.assign(n, 0);
@@ -387,6 +391,8 @@ struct JobSimWorkspace::State {
       touched.clear();
       for (NodeId d : down_list) down[d.value] = 0;
       down_list.clear();
+      for (uint32_t v : degree_list) down_degree[v] = 0;
+      degree_list.clear();
       current_dest = RoutingIndex::kNoClass;
     }
     for (NodeId h : dirty_hosts) dirty[h.value] = 0;
@@ -516,6 +522,13 @@ class Assessor {
       st_.down_list.push_back(d);
     }
     switch_only_ = drain.links.empty();
+    for (LinkId l : mask.down_links()) {
+      for (NodeId x : {topo_.link(l).a, topo_.link(l).b}) {
+        if (topo_.node(x).is_host() || st_.down[x.value]) continue;
+        if (st_.down_degree[x.value]++ == 0) endpoints_.push_back(x.value);
+      }
+    }
+    st_.degree_list = endpoints_;
     // Bundles that lose links: recount live links and capacity.
     for (LinkId l : mask.down_links()) {
       st_.node_touched[topo_.link(l).a.value] = st_.epoch;
@@ -689,7 +702,7 @@ class Assessor {
 
   // Marks the drained elements on the before-paths of a clean class pair;
   // true when there is any.
-  bool MarkCrossed(const JobSimIndex::Impl::PairBefore& p) {
+  [[gnu::noinline]] bool MarkCrossed(const JobSimIndex::Impl::PairBefore& p) {
     const uint16_t* da = m_.class_tree[p.src_class]->distances().data();
     const uint16_t* db = m_.class_tree[p.dst_class]->distances().data();
     auto on = [&](uint32_t u) {
@@ -781,7 +794,7 @@ class Assessor {
   // Makes Dead() answer for class B: the switches whose every undrained
   // shortest path towards B crosses a down element. Only the neighborhood of
   // the down links is examined: a node can only die when a next hop does.
-  void PrepareDest(uint32_t B) {
+  [[gnu::noinline]] void PrepareDest(uint32_t B) {
     if (st_.current_dest == B) return;
     NewDeadEpoch();
     st_.current_dest = B;
@@ -796,15 +809,19 @@ class Assessor {
     const auto& nh = m_.class_next[B];
     std::vector<uint32_t>& work = st_.worklist;
     work.clear();
-    for (LinkId l : mask_.down_links()) {
-      for (NodeId x : {topo_.link(l).a, topo_.link(l).b}) work.push_back(x.value);
-    }
+    // Seeds: the live switches that lost links. While none of its next hops
+    // has died, a seed with fewer down links than next-hop links is alive;
+    // a later death re-queues it for the full check below (kFull).
+    for (uint32_t u : endpoints_) work.push_back(u);
     while (!work.empty()) {
-      const uint32_t u = work.back();
+      const uint32_t item = work.back();
       work.pop_back();
-      if (routing_.is_host(NodeId(u)) || mask_.node_down(NodeId(u)) || Dead(u)) continue;
+      const bool full = (item & kFull) != 0;
+      const uint32_t u = item & ~kFull;
+      if (Dead(u)) continue;
       const uint16_t du = dist[u];
       if (du == kUnreachable || du == 0) continue;
+      if (!full && st_.down_degree[u] < nh.total[u]) continue;
       bool alive = false;
       for (uint32_t i = nh.offsets[u]; i < nh.offsets[u + 1] && !alive; ++i) {
         const uint32_t w = nh.entries[i].peer;
@@ -815,7 +832,9 @@ class Assessor {
       dead.push_back(u);
       for (uint32_t b = m_.bundle_offsets[u]; b < m_.bundle_offsets[u + 1]; ++b) {
         const uint32_t v = m_.bundles[b].peer;
-        if (dist[v] != kUnreachable && dist[v] == du + 1) work.push_back(v);
+        if (dist[v] != kUnreachable && dist[v] == du + 1 && !routing_.is_host(NodeId(v)) && !st_.down[v]) {
+          work.push_back(v | kFull);
+        }
       }
     }
   }
@@ -828,7 +847,7 @@ class Assessor {
   // after-drain shortest path is then an undrained one that avoids the down
   // elements and the dead switches. Returns false otherwise (only
   // out.clean_share is then set).
-  bool Fused(NodeId src, uint32_t B, uint16_t hops, JobSimWorkspace::State::After& out) {
+  [[gnu::noinline]] bool Fused(NodeId src, uint32_t B, uint16_t hops, JobSimWorkspace::State::After& out) {
     ++routes_;
     PrepareDest(B);
     auto& st = st_;
@@ -986,6 +1005,8 @@ class Assessor {
   std::vector<uint32_t> clean_counts_;
   std::vector<uint32_t> src_hops_;
   bool switch_only_ = true;  // no named links: a bundle is down iff its peer is
+  std::vector<uint32_t> endpoints_;  // live switches with a down link, unique
+  static constexpr uint32_t kFull = 1u << 31;
   std::vector<std::pair<NodeId, uint32_t>> dirty_members_;  // host, member index
   // Small sets (a drain names few elements): sorted-vector semantics are not
   // needed, only membership.
