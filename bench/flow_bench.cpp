@@ -29,7 +29,7 @@ model::SnapshotPtr Snapshot32k(double alltoall_share) {
   if (it != cache.end()) return it->second;
   auto preset = *fabric::FindPreset("32k");
   preset.jobs.alltoall_share = alltoall_share;
-  if (alltoall_share >= 0.5) preset.jobs.pipeline_share = std::min(preset.jobs.pipeline_share, 1 - alltoall_share);
+  if (alltoall_share >= 0.5) preset.jobs.pipeline_share = std::max(0.0, std::min(preset.jobs.pipeline_share, 1 - alltoall_share));
   auto spec = fabric::GenerateFabric(preset.fabric);
   auto topo = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
   auto jobs = fabric::GenerateJobs(spec, preset.fabric, preset.jobs);
@@ -113,6 +113,10 @@ void BM_Ring32k_Drained_Spine(benchmark::State& s) { RunDrained(s, 0.2, "spine")
 void BM_AllToAll32k_Full_Spine(benchmark::State& s) { RunFull(s, 0.8, "spine", sim::FlowRouting::kSpray); }
 void BM_AllToAll32k_Full_Leaf(benchmark::State& s) { RunFull(s, 0.8, "leaf", sim::FlowRouting::kSpray); }
 void BM_AllToAll32k_Drained_Spine(benchmark::State& s) { RunDrained(s, 0.8, "spine"); }
+// Every job expert-parallel: the largest all-to-all volume the preset makes.
+void BM_AllToAllOnly32k_Full_Spine(benchmark::State& s) { RunFull(s, 1.0, "spine", sim::FlowRouting::kSpray); }
+void BM_AllToAllOnly32k_Full_Leaf(benchmark::State& s) { RunFull(s, 1.0, "leaf", sim::FlowRouting::kSpray); }
+void BM_AllToAll32k_Full_Hash8(benchmark::State& s) { RunFull(s, 0.8, "spine", sim::FlowRouting::kHashResilient); }
 
 BENCHMARK(BM_Ring32k_Full_Spine)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Ring32k_Full_Superspine)->Unit(benchmark::kMillisecond);
@@ -123,6 +127,9 @@ BENCHMARK(BM_Ring32k_Drained_Spine)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllToAll32k_Full_Spine)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllToAll32k_Full_Leaf)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllToAll32k_Drained_Spine)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllToAllOnly32k_Full_Spine)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllToAllOnly32k_Full_Leaf)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllToAll32k_Full_Hash8)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

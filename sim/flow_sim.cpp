@@ -576,6 +576,16 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
         }
       }
       ok = !pairs.empty();
+      if (ok && pairs.size() == 1 && pairs[0].c == nullptr) {
+        // Both NICs on one switch: a single path, nothing to hash.
+        links.clear();
+        links.push_back({NicLinkUp(topo(), d.src, pairs[0].s), 1.0});
+        links.push_back({NicLinkDown(topo(), d.dst, pairs[0].t), 1.0});
+        p.AddAggregate(d.multiplicity, units::BitsFromBytes(d.bytes), links, {});
+        sc.agg_demand.push_back(static_cast<uint32_t>(i));
+        sc.demand_hops[i] = 2;
+        continue;
+      }
       for (uint32_t k = 0; ok && k < d.multiplicity; ++k) {
         const uint64_t fh = Hash(seed, i, k, 0);
         const PairChoice& pc = pairs.size() == 1 ? pairs[0] : pairs[Mix(fh ^ 0xA5A5A5A5ull) % pairs.size()];
