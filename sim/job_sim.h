@@ -153,7 +153,8 @@ Result<JobAssessment> AssessJobs(const JobSimIndex& index, const model::Drain& d
 Result<JobAssessment> AssessJobs(const JobSimIndex& index, const model::Drain& drain,
                                  std::stop_token stop = {});
 
-// The fabric-level part only (no routing).
+// The fabric-level part only (no routing). An invalid drain (ids outside
+// the topology) gives an empty FabricImpact; AssessJobs reports it.
 FabricImpact AssessFabric(const JobSimIndex& index, const model::Drain& drain);
 
 // One single-switch drain of a candidates sweep, summarized.

@@ -131,8 +131,9 @@ class PathTree {
  public:
   PathTree() = default;
 
-  // Recomputes the tree in place (no allocation once sized). With
-  // `with_counts`, path_count() is filled too (one more pass).
+  // Recomputes the tree in place (no allocation once sized). path_count()
+  // is always filled (it comes with the BFS); `with_counts` is ignored and
+  // kept for source compatibility.
   void Build(const RoutingIndex& index, const DrainMask& mask, Attachment destination,
              bool with_counts = false);
 
@@ -150,7 +151,7 @@ class PathTree {
   uint16_t distance(NodeId n) const { return dist_[n.value]; }
   std::span<const uint16_t> distances() const { return dist_; }
   // Number of shortest paths from switch n to the destination host (0 when
-  // unreachable). REQUIRES: built with_counts.
+  // unreachable).
   double path_count(NodeId n) const { return count_[n.value]; }
   // Switches in order of increasing distance (BFS order): reachable ones only.
   std::span<const uint32_t> order() const { return order_; }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <random>
+#include <thread>
 
 #include <doctest/doctest.h>
 
@@ -557,6 +558,45 @@ TEST_CASE("invalid drain ids are an error, not a crash") {
   CHECK(a.error().code == ErrorCode::kInvalidArgument);
   auto host = AssessJobs(index, model::Drain{{*index.topology().FindNode("h0")}, {}});
   REQUIRE_FALSE(host);
+}
+
+}  // namespace
+}  // namespace drainwise::sim
+
+namespace drainwise::sim {
+namespace {
+
+TEST_CASE("one index, concurrent assessments with a workspace each") {
+  // The index is shared read-only; each thread has its own workspace. Every
+  // thread's results must equal the sequential ones.
+  JobSimIndex index(Snapshot(Generate("demo")));
+  const model::Topology& t = index.topology();
+  std::vector<model::Drain> drains;
+  for (NodeId s : t.switches()) drains.push_back(model::Drain{{s}, {}});
+  std::vector<JobAssessment> sequential;
+  JobSimWorkspace ws;
+  for (const model::Drain& d : drains) sequential.push_back(*AssessJobs(index, d, ws));
+
+  std::vector<std::vector<JobAssessment>> parallel(2);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 2; ++k) {
+    threads.emplace_back([&, k] {
+      JobSimWorkspace own;
+      for (size_t i = k; i < drains.size(); i += 2) parallel[k].push_back(*AssessJobs(index, drains[i], own));
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t i = 0; i < drains.size(); ++i) {
+    const JobAssessment& p = parallel[i % 2][i / 2];
+    const JobAssessment& s = sequential[i];
+    REQUIRE(p.jobs.size() == s.jobs.size());
+    CHECK(p.jobs_affected == s.jobs_affected);
+    for (size_t j = 0; j < s.jobs.size(); ++j) {
+      CHECK(p.jobs[j].path_fraction == s.jobs[j].path_fraction);
+      CHECK(p.jobs[j].bandwidth_fraction == s.jobs[j].bandwidth_fraction);
+      CHECK(p.jobs[j].crossing_share == s.jobs[j].crossing_share);
+    }
+  }
 }
 
 }  // namespace
