@@ -291,8 +291,8 @@ struct FlowSimulator::State {
     return options.routing == FlowRouting::kHashResilient || options.routing == FlowRouting::kHashRehash;
   }
 
-  // Registers the routes demand `d` can use under `mask` and returns false
-  // when one of its ends has no usable NIC.
+  // Registers the routes (switch pairs, or the host pair of an explicit
+  // flow) demand `d` can use under `mask`.
   void RegisterDemand(const FlowDemand& d, const model::DrainMask& mask, RouteTable& table,
                       std::vector<int16_t>& src_nics, std::vector<int16_t>& dst_nics) const {
     if (d.src_nic == kAllNics) {
@@ -309,7 +309,6 @@ struct FlowSimulator::State {
     }
   }
 
-  Scenario Route(const model::DrainMask& mask, const Scenario* base, uint64_t seed) const;
   // What a run may start from: `reuse` is a scenario whose unchanged routes
   // and solved components are taken over (the baseline of the same seed,
   // or another seed's run under the same mask); `routes`, a table computed
@@ -719,8 +718,6 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
   if (options.overload_penalty > 0) {
     // Links at or past the threshold at t = 0 lose a further share of their
     // capacity; the fluid model runs again on the penalised capacities.
-    const double line_scale = 1.0;
-    (void)line_scale;
     for (size_t l = 0; l < sc.capacity_bps.size(); ++l) {
       const double line = index->capacity_bps_directed(static_cast<uint32_t>(l)) * options.goodput;
       const double bg = options.background_bps.empty() ? 0.0 : options.background_bps[l];
