@@ -234,3 +234,48 @@ TEST_CASE("http fetch: statuses, timeouts and limits over loopback") {
 
 }  // namespace
 }  // namespace drainwise::connectors
+
+namespace drainwise::connectors {
+namespace {
+
+TEST_CASE("https fetch over loopback: verified with the CA file, refused without, allowed when told to skip") {
+  // A self-signed test certificate for 127.0.0.1 (tests/data/connectors/tls_test_*.pem).
+  std::string cert = ::drainwise::testing::TestDataPath("connectors/tls_test_cert.pem");
+  std::string key = ::drainwise::testing::TestDataPath("connectors/tls_test_key.pem");
+  loopback::LoopbackHttpServer server(cert, key);
+  server.Set("/api/v1/pods", {200, R"({"items": []})"});
+  REQUIRE(server.base_url().rfind("https://127.0.0.1:", 0) == 0);
+
+  FetchLimits limits;
+  limits.timeout_s = 5;
+  limits.ca_file = cert;
+  auto ok = HttpGet(server.base_url() + "/api/v1/pods", {{"Authorization", "Bearer k8s-token"}}, limits);
+  REQUIRE_MESSAGE(ok.has_value(), (ok ? "" : ok.error().message));
+  CHECK(*ok == R"({"items": []})");
+  CHECK(server.requests().back().headers.at("Authorization") == "Bearer k8s-token");
+
+  limits.ca_file.clear();  // system CAs do not know the test certificate
+  auto refused = HttpGet(server.base_url() + "/api/v1/pods", {}, limits);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code == ErrorCode::kUnavailable);
+  CHECK(refused.error().message.find("TLS handshake") != std::string::npos);
+
+  limits.insecure_skip_verify = true;
+  auto skipped = HttpGet(server.base_url() + "/api/v1/pods", {}, limits);
+  CHECK(skipped.has_value());
+
+  // Through a kubernetes source end to end.
+  auto config = ParseSourceConfig(json{{"name", "k8s"},
+                                       {"kind", "kubernetes"},
+                                       {"url", server.base_url() + "/api/v1/pods"},
+                                       {"ca_file", cert},
+                                       {"timeout_s", 5}});
+  REQUIRE(config.has_value());
+  server.Set("/api/v1/pods", {200, ReadText("fixtures/k8s_pods.json")});
+  auto data = LoadSource(*config, 0);
+  REQUIRE_MESSAGE(data.has_value(), (data ? "" : data.error().message));
+  CHECK(data->jobs->jobs.size() == 2);
+}
+
+}  // namespace
+}  // namespace drainwise::connectors

@@ -2,6 +2,7 @@
 // tests only. Routes map an exact request target ("/api/dcim/devices/?limit=2")
 // to a status and body and can be changed while it runs. Every request's
 // target and headers are recorded. One connection at a time, Connection: close.
+// With a certificate and key (PEM files) it speaks HTTPS instead.
 #pragma once
 
 #include <sys/socket.h>
@@ -9,12 +10,14 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -36,13 +39,23 @@ class LoopbackHttpServer {
     Accept();
     thread_ = std::thread([this] { ioc_.run(); });
   }
+  LoopbackHttpServer(const std::string& cert_pem_file, const std::string& key_pem_file)
+      : acceptor_(ioc_, {boost::asio::ip::make_address("127.0.0.1"), 0}),
+        tls_(std::in_place, boost::asio::ssl::context::tls_server) {
+    tls_->use_certificate_chain_file(cert_pem_file);
+    tls_->use_private_key_file(key_pem_file, boost::asio::ssl::context::pem);
+    Accept();
+    thread_ = std::thread([this] { ioc_.run(); });
+  }
   ~LoopbackHttpServer() {
     ioc_.stop();
     thread_.join();
   }
 
   unsigned short port() const { return acceptor_.local_endpoint().port(); }
-  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+  std::string base_url() const {
+    return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port());
+  }
 
   void Set(const std::string& target, Response r) {
     std::lock_guard lock(mutex_);
@@ -56,17 +69,29 @@ class LoopbackHttpServer {
  private:
   void Accept() {
     acceptor_.async_accept([this](boost::system::error_code ec, boost::asio::ip::tcp::socket socket) {
-      if (!ec) Serve(std::move(socket));
+      if (!ec) {
+        timeval tv{2, 0};
+        setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (tls_) {
+          boost::asio::ssl::stream<boost::asio::ip::tcp::socket&> stream(socket, *tls_);
+          boost::system::error_code hec;
+          stream.handshake(boost::asio::ssl::stream_base::server, hec);
+          if (!hec) Serve(stream);
+          stream.shutdown(hec);
+        } else {
+          Serve(socket);
+        }
+        socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
+      }
       Accept();
     });
   }
 
   // Synchronous on the server's only thread: fine for tests, and a receive
   // timeout keeps a silent client from wedging it.
-  void Serve(boost::asio::ip::tcp::socket socket) {
+  template <class Stream>
+  void Serve(Stream& socket) {
     namespace http = boost::beast::http;
-    timeval tv{2, 0};
-    setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     boost::beast::flat_buffer buffer;
     http::request<http::string_body> req;
     boost::system::error_code ec;
@@ -88,11 +113,11 @@ class LoopbackHttpServer {
     res.body() = r.body;
     res.prepare_payload();
     http::write(socket, res, ec);
-    socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
   }
 
   boost::asio::io_context ioc_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  std::optional<boost::asio::ssl::context> tls_;
   std::thread thread_;
   mutable std::mutex mutex_;
   std::map<std::string, Response> routes_;
