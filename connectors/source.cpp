@@ -304,6 +304,39 @@ Result<std::vector<SourceConfig>> ParseSourceConfigs(const json& array, const st
   return out;
 }
 
+Result<ConnectorsConfig> ParseConnectorsConfig(const json& root) {
+  if (!root.is_object()) return InvalidArgument("config: expected an object");
+  ConnectorsConfig out;
+  if (root.contains("sources") && !root["sources"].is_null()) {
+    auto sources = ParseSourceConfigs(root["sources"], "sources");
+    if (!sources) return tl::unexpected(sources.error());
+    out.sources = std::move(*sources);
+  }
+  if (root.contains("profiles") && !root["profiles"].is_null()) {
+    auto profiles = ParseProfileRules(root["profiles"], "profiles");
+    if (!profiles) return tl::unexpected(profiles.error());
+    out.profiles = std::move(*profiles);
+  }
+  return out;
+}
+
+json SourceStatusToJson(const SourceStatus& s) {
+  auto time = [](const std::optional<int64_t>& t) { return t ? json(codec::FormatRfc3339(*t)) : json(); };
+  return json{{"name", s.name},
+              {"kind", s.kind},
+              {"location", s.location},
+              {"stale", s.stale},
+              {"has_data", s.has_data},
+              {"last_error", s.last_error.empty() ? json() : json(s.last_error)},
+              {"last_attempt", time(s.last_attempt)},
+              {"last_success", time(s.last_success)},
+              {"last_change", time(s.last_change)},
+              {"versions", s.versions},
+              {"attempts", s.attempts},
+              {"failures", s.failures},
+              {"content_hash", s.content_hash}};
+}
+
 Result<SourceData> ParseSourceDocument(const SourceConfig& c, std::string_view body, double now_s) {
   SourceData d;
   auto wrap = [&](const Error& e) { return tl::unexpected(e.Wrap(fmt::format("source {}", c.name))); };
@@ -575,7 +608,14 @@ Status SourceManager::Poll(size_t index) {
     s.status.content_hash = fmt::format("{:016x}", h);
     update = Combine(config.name);
   }
-  if (update && on_update_) on_update_(*update);
+  if (update && on_update_) {
+    // The callback belongs to the server; an exception from it must not take
+    // a polling thread (and with it the process) down.
+    try {
+      on_update_(*update);
+    } catch (...) {
+    }
+  }
   return {};
 }
 

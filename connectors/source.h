@@ -148,10 +148,24 @@ struct SourceManagerOptions {
   std::function<double()> clock;
 };
 
+// The connector part of the daemon's config file: the optional "sources"
+// array and "profiles" object of `root` (other keys are not looked at).
+struct ConnectorsConfig {
+  std::vector<SourceConfig> sources;
+  ProfileRules profiles;
+};
+Result<ConnectorsConfig> ParseConnectorsConfig(const nlohmann::json& root);
+
+// {"name","kind","location","stale","has_data","last_error","last_attempt",
+//  "last_success","last_change" (RFC 3339 or null),"versions","attempts",
+//  "failures","content_hash"}: the element of GET /v1/sources.
+nlohmann::json SourceStatusToJson(const SourceStatus& status);
+
 // Thread safety: every public method may be called from any thread. The
 // callback runs on a polling thread (or the caller of RefreshNow), one call at
 // a time, in version order; it may call Statuses()/Current() but must not call
-// Stop() or RefreshNow().
+// Stop() or RefreshNow(), and should not throw (an exception is swallowed).
+// Telemetry rates of a stale source stay as last computed: check Statuses().
 class SourceManager {
  public:
   SourceManager(std::vector<SourceConfig> sources, SourceManagerOptions options, UpdateCallback on_update);

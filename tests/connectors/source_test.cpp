@@ -426,3 +426,42 @@ TEST_CASE("source manager: background threads poll on their timers and stop prom
 
 }  // namespace
 }  // namespace drainwise::connectors
+
+namespace drainwise::connectors {
+namespace {
+
+TEST_CASE("connectors config section and status JSON") {
+  auto cfg = ParseConnectorsConfig(nlohmann::json::parse(R"({
+    "listen": "127.0.0.1:8080",
+    "sources": [{"name": "sq", "kind": "slurm", "command": "squeue --json"}],
+    "profiles": {"rules": [{"match": {"partition": "a100"}, "iteration": {"collectives": [{"kind": "allreduce", "bytes": 8}]}}]}
+  })"));
+  REQUIRE(cfg.has_value());
+  REQUIRE(cfg->sources.size() == 1);
+  CHECK(cfg->sources[0].command == "squeue --json");
+  REQUIRE(cfg->profiles.rules.size() == 1);
+  CHECK(cfg->profiles.rules[0].match.at("partition") == "a100");
+  auto none = ParseConnectorsConfig(nlohmann::json::object());
+  REQUIRE(none.has_value());
+  CHECK(none->sources.empty());
+  auto bad = ParseConnectorsConfig(nlohmann::json::parse(R"({"sources": [{"name": "x", "kind": "slurm"}]})"));
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message == "sources[0]: exactly one of url, path, command is required");
+
+  SourceStatus st;
+  st.name = "sq";
+  st.kind = "slurm";
+  st.location = "command squeue --json";
+  st.last_success = 1780000000;
+  st.last_error = "source sq: command exited with 1";
+  st.versions = 3;
+  auto j = SourceStatusToJson(st);
+  CHECK(j["last_success"] == "2026-05-28T20:26:40Z");
+  CHECK(j["last_attempt"].is_null());
+  CHECK(j["stale"] == true);
+  CHECK(j["versions"] == 3);
+  CHECK(j["last_error"] == "source sq: command exited with 1");
+}
+
+}  // namespace
+}  // namespace drainwise::connectors
