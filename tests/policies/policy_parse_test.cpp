@@ -341,6 +341,37 @@ TEST_CASE("the default policy ships as a file and is embedded unchanged") {
   CHECK(*again == *p);
 }
 
+TEST_CASE("the rule examples in docs/policies.md are valid") {
+  // The docs path is derived from the default policy's: <root>/policies/default.json.
+  std::string root = std::filesystem::path(DRAINWISE_DEFAULT_POLICY_FILE).parent_path().parent_path().string();
+  std::string doc = ReadFile(root + "/docs/policies.md");
+  REQUIRE_FALSE(doc.empty());
+  int checked = 0;
+  for (size_t pos = doc.find("```json\n"); pos != std::string::npos; pos = doc.find("```json\n", pos)) {
+    pos += 8;
+    size_t end = doc.find("```", pos);
+    REQUIRE(end != std::string::npos);
+    json block = json::parse(doc.substr(pos, end - pos), nullptr, /*allow_exceptions=*/false);
+    if (block.is_discarded()) continue;  // an outline with "..." in it
+    json policy;
+    if (block.is_object() && block.contains("job_rules")) {
+      policy = block;
+    } else if (block.is_object() && block.contains("select")) {
+      policy = Doc(json::array({block}));
+    } else if (block.is_array()) {
+      policy = Doc(json::array(), block);
+    } else {
+      continue;  // the verdict example
+    }
+    std::string text = block.dump();  // CAPTURE keeps a reference: no temporaries
+    CAPTURE(text);
+    auto p = ParsePolicy(policy);
+    CHECK_MESSAGE(p.has_value(), p.error().message);
+    ++checked;
+  }
+  CHECK(checked >= 2);  // the job rule and the fabric rules examples
+}
+
 TEST_CASE("LoadPolicyFile names the file in its errors") {
   SUBCASE("missing file") {
     auto p = LoadPolicyFile("/nonexistent/drainwise/policy.json");
