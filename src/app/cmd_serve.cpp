@@ -16,7 +16,9 @@
 #include "fabric/generator.h"
 #include "policies/policy.h"
 #include "server/api.h"
+#include "server/auth.h"
 #include "server/http_server.h"
+#include "server/metrics.h"
 #include "server/state.h"
 #include "store/store.h"
 
@@ -52,6 +54,20 @@ std::pair<nlohmann::json, nlohmann::json> DemoDocuments() {
   auto topo = fabric::GenerateFabric(preset.fabric);
   auto jobs = fabric::GenerateJobs(topo, preset.fabric, preset.jobs);
   return {codec::TopologySpecToJson(topo), codec::JobsSpecToJson(jobs)};
+}
+
+void DeclareMetrics(server::Metrics& m) {
+  const std::vector<double> latency = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+  m.DeclareCounter("drainwise_http_requests_total", "HTTP requests by route, method and status.");
+  m.DeclareHistogram("drainwise_http_request_duration_seconds", "HTTP request latency by route.", latency);
+  m.DeclareCounter("drainwise_assessments_total", "Stored assessments by verdict.");
+  m.DeclareCounter("drainwise_plans_total", "Stored drain plans by verdict.");
+  m.DeclareHistogram("drainwise_simulation_duration_seconds", "Simulation time by kind (assessment, plan).", latency);
+  m.DeclareGauge("drainwise_snapshot_version", "Version of the topology and jobs documents served.");
+  m.DeclareGauge("drainwise_snapshot_age_seconds", "Seconds since the served snapshot was published.");
+  m.DeclareGauge("drainwise_jobs", "Jobs in the served snapshot.");
+  m.DeclareGauge("drainwise_active_drains", "Drains recorded as in progress.");
+  m.DeclareGauge("drainwise_simulations_queued", "Simulations waiting or running.");
 }
 
 int RunServe(const ServeArgs& args) {
@@ -126,8 +142,43 @@ int RunServe(const ServeArgs& args) {
   log->info("policy '{}' from {} ({} job rules, {} fabric rules)", policy->name, policy_source,
             policy->job_rules.size(), policy->fabric_rules.size());
   auto engine = MakeEngine(*advisor_options, std::move(*policy), Logger("engine"));
-  server::Api api(&state, engine.get());
+  server::Metrics metrics;
+  DeclareMetrics(metrics);
+  server::ApiHooks hooks;
+  hooks.metrics = [&metrics] { return metrics.Render(); };
+  hooks.on_result = [&metrics](const std::string& kind, const std::string& verdict, double seconds) {
+    metrics.Add(kind == "plan" ? "drainwise_plans_total" : "drainwise_assessments_total",
+                {{"verdict", verdict.empty() ? "none" : verdict}});
+    metrics.Observe("drainwise_simulation_duration_seconds", {{"kind", kind}}, seconds);
+  };
+  server::Api api(&state, engine.get(), hooks);
+  if (!cfg.server.tokens_file.empty()) {
+    auto tokens = server::TokenTable::Load(cfg.server.tokens_file);
+    if (!tokens) {
+      log->error("{}", tokens.error().message);
+      return 1;
+    }
+    log->info("authentication on: {} tokens from {}", tokens->size(), cfg.server.tokens_file);
+    api.RequireTokens(std::make_shared<const server::TokenTable>(std::move(*tokens)));
+  }
   server::HttpServer http(&api, cfg.server, http_log);
+  http.OnRequest([&metrics](const server::RequestStats& s) {
+    metrics.Add("drainwise_http_requests_total",
+                {{"route", s.route}, {"method", s.method}, {"status", std::to_string(s.status)}});
+    metrics.Observe("drainwise_http_request_duration_seconds", {{"route", s.route}}, s.seconds);
+  });
+  metrics.OnScrape([&state, &http](server::Metrics& m) {
+    if (auto snap = state.snapshot()) {
+      m.Set("drainwise_snapshot_version", {{"kind", "topology"}}, static_cast<double>(snap->topology_version));
+      m.Set("drainwise_snapshot_version", {{"kind", "jobs"}}, static_cast<double>(snap->jobs_version));
+      auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();
+      m.Set("drainwise_snapshot_age_seconds", {}, static_cast<double>(now - state.published_at()));
+      m.Set("drainwise_jobs", {}, static_cast<double>(snap->jobs->size()));
+    }
+    m.Set("drainwise_active_drains", {}, static_cast<double>(state.active_drains().size()));
+    m.Set("drainwise_simulations_queued", {}, static_cast<double>(http.queued()));
+  });
   if (auto st = http.Start(); !st) {
     log->error("{}", st.error().message);
     return 1;

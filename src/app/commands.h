@@ -12,5 +12,6 @@ void RegisterSimulate(CLI::App& app, int* exit_code);
 void RegisterCheck(CLI::App& app, int* exit_code);
 void RegisterBench(CLI::App& app, int* exit_code);
 void RegisterCalibrate(CLI::App& app, int* exit_code);
+void RegisterHashToken(CLI::App& app, int* exit_code);
 
 }  // namespace drainwise::app

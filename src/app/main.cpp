@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   drainwise::app::RegisterServe(app, &exit_code);
   drainwise::app::RegisterSimulate(app, &exit_code);
   drainwise::app::RegisterCheck(app, &exit_code);
+  drainwise::app::RegisterHashToken(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

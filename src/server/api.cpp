@@ -216,6 +216,24 @@ ApiResponse Api::Handle(const ApiRequest& req) {
   size_t q = target.find('?');
   std::string path = PercentDecode(target.substr(0, q));
   auto query = ParseQuery(q == std::string_view::npos ? std::string_view() : target.substr(q + 1));
+  if (tokens_) {
+    if (auto role = RequiredRole(req.method, path)) {
+      std::string auth = req.Header("authorization");
+      std::optional<Principal> who;
+      if (auth.rfind("Bearer ", 0) == 0) who = tokens_->Find(std::string_view(auth).substr(7));
+      if (!who) {
+        auto r = ErrorResponse(Error{ErrorCode::kUnauthenticated, "a valid bearer token is required"}, path);
+        r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"drainwise\"");
+        return r;
+      }
+      if (static_cast<int>(who->role) < static_cast<int>(*role)) {
+        return ErrorResponse(Error{ErrorCode::kPermissionDenied,
+                                   fmt::format("{} {} needs the {} role; token '{}' is {}", req.method, path,
+                                               RoleName(*role), who->name, RoleName(who->role))},
+                             path);
+      }
+    }
+  }
   try {
     return Dispatch(req, path, query);
   } catch (const std::exception& e) {
@@ -472,6 +490,9 @@ ApiResponse Api::PostAssessment(const ApiRequest& req, const Query& query) {
   rec.request = body->dump();
   rec.result = result->body.dump();
   if (auto st = state_->store().PutAssessment(rec); !st) return ErrorResponse(st.error(), where);
+  if (hooks_.on_result) {
+    hooks_.on_result("assessment", rec.verdict, result->body.value("timings_ms", json::object()).value("total", 0.0) / 1e3);
+  }
   json out = RecordJson(rec);
   auto r = WantsText(req, query) ? TextResponse(201, engine_->RenderText("assessment", out)) : JsonResponse(201, out);
   r.headers.emplace_back("Location", where + "/" + rec.id);
@@ -564,6 +585,9 @@ ApiResponse Api::PostPlan(const ApiRequest& req, const Query& query) {
   rec.request = body->dump();
   rec.result = result->body.dump();
   if (auto st = state_->store().PutAssessment(rec); !st) return ErrorResponse(st.error(), where);
+  if (hooks_.on_result) {
+    hooks_.on_result("plan", rec.verdict, result->body.value("timings_ms", json::object()).value("total", 0.0) / 1e3);
+  }
   json out = RecordJson(rec);
   auto r = WantsText(req, query) ? TextResponse(201, engine_->RenderText("plan", out)) : JsonResponse(201, out);
   r.headers.emplace_back("Location", "/v1/assessments/" + rec.id);

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/auth.h"
 #include "server/engine.h"
 #include "server/state.h"
 
@@ -54,11 +55,17 @@ struct ApiHooks {
   std::function<Result<nlohmann::json>(const std::string&)> job_paths;  // GET /v1/jobs/{id}/paths
   std::function<Result<nlohmann::json>(const nlohmann::json&)> observe; // POST /v1/observations
   std::function<Result<nlohmann::json>()> calibration;                  // GET /v1/calibration
+  // After each stored assessment or plan: its kind, verdict and duration.
+  std::function<void(const std::string& kind, const std::string& verdict, double seconds)> on_result;
 };
 
 class Api {
  public:
   Api(State* state, Engine* engine, ApiHooks hooks = {});
+
+  // With a token table, every route but /healthz and /readyz needs a bearer
+  // token of a sufficient role (401 without one, 403 with too weak a one).
+  void RequireTokens(std::shared_ptr<const TokenTable> tokens) { tokens_ = std::move(tokens); }
 
   ApiResponse Handle(const ApiRequest& request);
 
@@ -97,6 +104,7 @@ class Api {
   State* state_;
   Engine* engine_;
   ApiHooks hooks_;
+  std::shared_ptr<const TokenTable> tokens_;
   std::atomic<uint64_t> sequence_{0};
 };
 

@@ -38,6 +38,12 @@ TEST_CASE("an empty database starts on the demo fabric") {
   CHECK(jobs["jobs"].size() == 15);
   // One log line per request, with method, path and status.
   CHECK(d.log().find("GET /v1/topology 200") != std::string::npos);
+  auto metrics = d.Get("/metrics");
+  CHECK(metrics.status == 200);
+  CHECK(metrics.headers["content-type"].rfind("text/plain; version=0.0.4", 0) == 0);
+  CHECK(metrics.body.find("drainwise_http_requests_total{route=\"GET /v1/topology\",method=\"GET\",status=\"200\"} 1")
+        != std::string::npos);
+  CHECK(metrics.body.find("drainwise_snapshot_version{kind=\"topology\"} 1") != std::string::npos);
 }
 
 TEST_CASE("a rejected PUT changes nothing, and a restart serves the last accepted versions") {
