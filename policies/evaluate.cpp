@@ -246,8 +246,10 @@ const std::string& DomainValue(const Node& n, const std::string& kind) {
 
 void EvaluateSharedDomain(const FabricRule& rule, const FabricState& s, Verdict& v) {
   const Topology& t = s.topology;
+  if (!rule.tier.empty() && !TierExists(t, rule.tier)) return UnknownTier(rule, t, v);
   std::map<std::string, std::vector<NodeId>> by_value;
   for (NodeId n : s.merged.switches) {
+    if (!rule.tier.empty() && t.node(n).tier != rule.tier) continue;
     const std::string& value = DomainValue(t.node(n), rule.domain);
     if (!value.empty()) by_value[value].push_back(n);
   }

@@ -209,8 +209,7 @@ FabricRule ParseFabricRule(const json& j, size_t index) {
       throw FieldError(r.Child(kind), "must list at least one window (an empty list would forbid every drain)");
     }
   }
-  bool has_tier_scope = rule.kind == FabricRuleKind::kMaxCapacityDrainedPct ||
-                        rule.kind == FabricRuleKind::kMaxSwitchesDrained;
+  bool has_tier_scope = rule.kind != FabricRuleKind::kChangeWindows;
   if (r.Has("tier")) {
     if (!has_tier_scope) throw FieldError(r.Child("tier"), fmt::format("not used by {}", kind));
     rule.tier = r.String("tier");

@@ -98,8 +98,8 @@ struct FabricRule {
   FabricRuleKind kind = FabricRuleKind::kMaxSwitchesDrained;
   // kMaxCapacityDrainedPct: percent in [0, 100]. kMaxSwitchesDrained: count >= 0.
   double limit = 0;
-  // kMaxCapacityDrainedPct, kMaxSwitchesDrained: only this tier; empty = each
-  // tier (capacity) or all switches together (count).
+  // All kinds but kChangeWindows: only this tier; empty = each tier
+  // (capacity) or all switches together (count, shared domain).
   std::string tier;
   bool per_pod = false;                 // kMaxCapacityDrainedPct: measure each pod separately
   std::string domain;                   // kNoSharedDomain: "plane" (Node.plane) or a Node.domains key

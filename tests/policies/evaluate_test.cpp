@@ -407,6 +407,20 @@ TEST_CASE("the default policy on the generated demo fabric") {
   REQUIRE(RulesFired(d) == std::vector<std::string>{"plane"});
   CHECK(d.reasons[0].elements == std::vector<std::string>{"ss0-0", "ss0-1"});
 
+  // Two rail-0 leaves of pod0 share the generator's leaf plane "rail-0" and
+  // power feed "pod0-feed-0" (rail r is on feed r % 2): the default policy
+  // denies and warns; a plane rule scoped to the spine tier ignores leaves.
+  Verdict f = verdict({"p0-leaf0-r0", "p0-leaf1-r0"});
+  CHECK(f.decision == Decision::kDeny);
+  REQUIRE(RulesFired(f) == std::vector<std::string>{"power-domain", "plane"});
+  CHECK(f.reasons[0].subject == "power 'pod0-feed-0'");
+  CHECK(f.reasons[1].subject == "plane 'rail-0'");
+  Policy spine_planes = FabricOnly(
+      json::array({{{"name", "spine-plane"}, {"action", "warn"}, {"no_shared_domain", "plane"}, {"tier", "spine"}}}));
+  CHECK(MustEvaluate(spine_planes, impact).decision == Decision::kAllow);
+  impact.drain = DrainOf(t, {{"switches", {"p0-spine1", "p1-spine1"}}});  // plane-1 in both pods
+  CHECK(MustEvaluate(spine_planes, impact).decision == Decision::kWarn);
+
   // Switch count, with a count-only policy: eight rail-0 leaves share the
   // plane "rail-0" and would add plane reasons under the default policy.
   Policy count_only = FabricOnly(json::array({{{"name", "max-switches"}, {"action", "deny"}, {"max_switches_drained", 8}}}));

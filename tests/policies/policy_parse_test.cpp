@@ -147,11 +147,11 @@ TEST_CASE("malformed policies are rejected with the rule and the field named") {
        "fabric_rules[0] ('f').max_switches_drained: expected an integer"},
       {"empty tier", Doc(json::array(), json::array({FabricRuleDoc("f", {{"tier", ""}})})),
        "fabric_rules[0] ('f').tier: must not be empty; omit it for every tier"},
-      {"tier on a domain rule",
+      {"tier on a change window rule",
        Doc(json::array(), json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
-                                                        {"no_shared_domain", "power"},
+                                                        {"change_windows", {{{"start", "09:00"}, {"end", "17:00"}}}},
                                                         {"tier", "spine"}})})),
-       "fabric_rules[0] ('f').tier: not used by no_shared_domain"},
+       "fabric_rules[0] ('f').tier: not used by change_windows"},
       {"empty domain kind",
        Doc(json::array(),
            json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr}, {"no_shared_domain", ""}})})),
@@ -226,7 +226,7 @@ TEST_CASE("a valid policy parses into the documented fields") {
           {{"name", "cap"}, {"action", "deny"}, {"max_capacity_drained_pct", 50}, {"per_pod", true},
            {"tier", "spine"}},
           {{"name", "count"}, {"action", "warn"}, {"max_switches_drained", 0}},
-          {{"name", "power"}, {"action", "deny"}, {"no_shared_domain", "power"}},
+          {{"name", "power"}, {"action", "deny"}, {"no_shared_domain", "power"}, {"tier", "spine"}},
           {{"name", "windows"},
            {"action", "deny"},
            {"change_windows",
@@ -262,6 +262,7 @@ TEST_CASE("a valid policy parses into the documented fields") {
   CHECK(p->fabric_rules[1].kind == FabricRuleKind::kMaxSwitchesDrained);
   CHECK(p->fabric_rules[1].limit == 0.0);
   CHECK(p->fabric_rules[2].domain == "power");
+  CHECK(p->fabric_rules[2].tier == "spine");
   const auto& w = p->fabric_rules[3].windows;
   REQUIRE(w.size() == 3);
   CHECK(w[0].days == std::vector<int>{0, 4});  // sorted and deduplicated: mon, fri
