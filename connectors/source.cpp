@@ -107,6 +107,22 @@ void ParseKindOptions(SourceConfig& c, const ObjectReader& o) {
   } else if (c.kind == "chakra") {
     o.RejectUnknown({"profile"});
     c.chakra_profile = o.StringOr("profile", "");
+  } else if (c.kind == "containerlab" || c.kind == "networkx" || c.kind == "batfish") {
+    o.RejectUnknown({"name", "role_tiers", "host_roles", "tier_patterns", "default_gbps", "gpus_per_host"});
+    auto& g = c.graph;
+    g.name = o.StringOr("name", "");
+    if (o.Has("role_tiers")) g.role_tiers = o.StringMap("role_tiers");
+    if (o.Has("host_roles")) g.host_roles = o.StringList("host_roles");
+    if (o.Has("tier_patterns")) {
+      g.tier_patterns.clear();
+      for (const auto& p : o.Objects("tier_patterns")) {
+        p.RejectUnknown({"match", "tier"});
+        g.tier_patterns.emplace_back(p.String("match"), p.String("tier"));
+      }
+    }
+    g.default_gbps = o.NumberOr("default_gbps", g.default_gbps);
+    if (g.default_gbps <= 0) throw FieldError(o.Child("default_gbps"), "must be > 0");
+    g.gpus_per_host = static_cast<int>(o.IntOr("gpus_per_host", g.gpus_per_host));
   } else {
     o.RejectUnknown({});
   }
@@ -248,7 +264,8 @@ Result<SourceConfig> ParseSourceConfig(const json& j, const std::string& path) {
     c.kind = r.String("kind");
     if (!KnownKind(c.kind)) {
       throw FieldError(r.Child("kind"), fmt::format("unknown kind '{}' (netbox, lldp, slurm-topology, slurm, "
-                                                    "kubernetes, prometheus, gnmi, chakra, native)",
+                                                    "kubernetes, prometheus, gnmi, chakra, native, "
+                                                    "containerlab, networkx, batfish)",
                                                     c.kind));
     }
     c.url = r.StringOr("url", "");
@@ -416,6 +433,12 @@ Result<SourceData> ParseSourceDocument(const SourceConfig& c, std::string_view b
       auto j = ParseKubernetesPods(*doc, c.kubernetes);
       if (!j) return wrap(j.error());
       d.jobs = std::move(*j);
+    } else if (c.kind == "containerlab" || c.kind == "networkx" || c.kind == "batfish") {
+      auto t = c.kind == "containerlab" ? ParseContainerlabData(*doc, c.graph)
+               : c.kind == "networkx"   ? ParseNetworkxNodeLink(*doc, c.graph)
+                                        : ParseBatfishLayer1(*doc, c.graph);
+      if (!t) return wrap(t.error());
+      d.topology = std::move(*t);
     } else if (c.kind == "native") {
       std::string format = doc->is_object() && (*doc)["format"].is_string() ? (*doc)["format"].get<std::string>() : "";
       if (format == codec::kTopologyFormat) {

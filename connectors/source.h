@@ -27,6 +27,7 @@
 #include "connectors/chakra.h"
 #include "connectors/fetch.h"
 #include "connectors/gnmi.h"
+#include "connectors/graph_formats.h"
 #include "connectors/kubernetes.h"
 #include "connectors/lldp.h"
 #include "connectors/netbox.h"
@@ -41,8 +42,9 @@
 namespace drainwise::connectors {
 
 // The kinds, as written in the config.
-inline constexpr const char* kSourceKinds[] = {"netbox", "lldp",       "slurm-topology", "slurm", "kubernetes",
-                                               "prometheus", "gnmi", "chakra", "native"};
+inline constexpr const char* kSourceKinds[] = {"netbox", "lldp",       "slurm-topology", "slurm",
+                                               "kubernetes", "prometheus", "gnmi",          "chakra",
+                                               "native", "containerlab", "networkx",      "batfish"};
 
 struct SourceConfig {
   std::string name;  // unique, [A-Za-z0-9_.-]+
@@ -79,6 +81,7 @@ struct SourceConfig {
   PrometheusTelemetryOptions prometheus;
   GnmiOptions gnmi;
   std::string chakra_profile;  // profile name for rules; default: the source name
+  GraphOptions graph;          // containerlab, networkx, batfish
 
   // "url", "path" or "command" with its value, no credential: for status pages.
   std::string Location() const;
@@ -92,7 +95,7 @@ Result<std::vector<SourceConfig>> ParseSourceConfigs(const nlohmann::json& array
 
 // What one source yields; which fields are set depends on the kind.
 struct SourceData {
-  std::optional<model::TopologySpec> topology;  // netbox, lldp, slurm-topology, native
+  std::optional<model::TopologySpec> topology;  // netbox, lldp, slurm-topology, containerlab, networkx, batfish, native
   std::optional<model::JobsSpec> jobs;          // slurm, kubernetes, native
   std::optional<CounterSample> counters;        // prometheus, gnmi
   std::optional<ChakraProfile> chakra;          // chakra

@@ -62,7 +62,8 @@ TEST_CASE("source config errors name the field") {
       {{{"name", "a"}, {"kind", "netbox"}}, "source: exactly one of url, path, command is required"},
       {{{"name", "a"}, {"kind", "netbox"}, {"url", "http://x"}, {"path", "/y"}}, "source: exactly one of url, path, command is required"},
       {{{"name", "a"}, {"kind", "ldap"}, {"path", "/y"}},
-       "source.kind: unknown kind 'ldap' (netbox, lldp, slurm-topology, slurm, kubernetes, prometheus, gnmi, chakra, native)"},
+       "source.kind: unknown kind 'ldap' (netbox, lldp, slurm-topology, slurm, kubernetes, prometheus, gnmi, chakra, native, "
+       "containerlab, networkx, batfish)"},
       {{{"name", "a"}, {"kind", "slurm"}, {"url", "ftp://x"}}, "source.url: url 'ftp://x': expected http:// or https://"},
       {{{"name", "a"}, {"kind", "slurm"}, {"path", "/x"}, {"refresh_s", 0}}, "source.refresh_s: must be > 0"},
       {{{"name", "a"}, {"kind", "slurm"}, {"path", "/x"}, {"options", {{"bogus", 1}}}}, "source.options.bogus: unknown field"},
@@ -145,6 +146,20 @@ TEST_CASE("documents of every kind through the source entry point") {
   auto ch = ParseSourceDocument(Config({{"name", "c"}, {"kind", "chakra"}, {"path", "x"}}), ReadText("fixtures/chakra_jsonizer.0.json"), 0);
   REQUIRE(ch.has_value());
   CHECK(ch->chakra->collectives.size() == 1);
+
+  auto nx = ParseSourceDocument(Config({{"name", "nx"}, {"kind", "networkx"}, {"path", "x"}, {"options", {{"gpus_per_host", 4}}}}),
+                                ReadText("fixtures/nx_node_link.json"), 0);
+  REQUIRE(nx.has_value());
+  CHECK(nx->topology->links.size() == 3);
+  CHECK(nx->topology->nodes[2].gpus == 4);
+  auto clab = ParseSourceDocument(Config({{"name", "lab"}, {"kind", "containerlab"}, {"path", "x"}}),
+                                  ReadText("fixtures/clab_topology-data.json"), 0);
+  REQUIRE(clab.has_value());
+  CHECK(clab->topology->links.size() == 1);
+  auto bf = ParseSourceDocument(Config({{"name", "bf"}, {"kind", "batfish"}, {"path", "x"}, {"options", {{"default_gbps", 100}}}}),
+                                ReadText("fixtures/batfish_layer1_topology.json"), 0);
+  REQUIRE(bf.has_value());
+  CHECK(bf->topology->links[0].gbps == 100);
 
   auto native_topo = ParseSourceDocument(Config({{"name", "n"}, {"kind", "native"}, {"path", "x"}}), testing::TwoByTwo().dump(), 0);
   REQUIRE(native_topo.has_value());
