@@ -15,7 +15,7 @@ packages=(
   libcli11-dev                       # the command line
   doctest-dev                        # unit and end-to-end tests
   libbenchmark-dev                   # bench/ (run on demand)
-  curl python3                       # end-to-end tests and the quick start
+  curl python3 openssl               # end-to-end tests (TLS certificates) and the quick start
 )
 
 missing=()

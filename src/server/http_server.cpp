@@ -6,7 +6,9 @@
 #include <vector>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
+#include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -43,6 +45,7 @@ struct HttpServer::Impl {
   std::atomic<int> queued{0};
   std::function<void(const RequestStats&)> on_request;
   std::atomic<bool> stopped{false};
+  std::unique_ptr<net::ssl::context> tls;  // set when serving HTTPS
 
   Impl(Api* a, config::ServerOptions o, std::shared_ptr<spdlog::logger> l)
       : api(a), options(std::move(o)), log(std::move(l)), workers(static_cast<size_t>(options.workers)) {}
@@ -63,16 +66,37 @@ Response ToBeast(ApiResponse&& r, unsigned version, bool keep_alive) {
   return res;
 }
 
-class Session : public std::enable_shared_from_this<Session> {
+// One connection. `Stream` is beast::tcp_stream (HTTP) or
+// beast::ssl_stream<beast::tcp_stream> (HTTPS); the rest is the same.
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
+
  public:
-  Session(tcp::socket&& socket, HttpServer::Impl* server) : stream_(std::move(socket)), server_(server) {
+  template <class... Args>
+  Session(tcp::socket&& socket, HttpServer::Impl* server, Args&&... args)
+      : stream_(std::move(socket), std::forward<Args>(args)...), server_(server) {
     beast::error_code ec;
-    auto ep = stream_.socket().remote_endpoint(ec);
+    auto ep = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
     if (!ec) peer_ = ep.address().to_string();
   }
 
   void Run() {
-    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::DoRead, shared_from_this()));
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if constexpr (kTls) {
+        beast::get_lowest_layer(self->stream_).expires_after(std::chrono::seconds(self->server_->options.read_timeout_s));
+        self->stream_.async_handshake(net::ssl::stream_base::server, [self](beast::error_code ec) {
+          if (ec) {
+            self->server_->log->debug("{} TLS handshake: {}", self->peer_, ec.message());
+            return;
+          }
+          self->DoRead();
+        });
+      } else {
+        self->DoRead();
+      }
+    });
   }
 
  private:
@@ -80,12 +104,13 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->body_limit(static_cast<uint64_t>(server_->options.body_limit_bytes));
     parser_->header_limit(64 * 1024);
-    stream_.expires_after(std::chrono::seconds(server_->options.read_timeout_s));
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(server_->options.read_timeout_s));
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
 
   void OnRead(beast::error_code ec, std::size_t) {
-    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset) {
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+        ec == net::ssl::error::stream_truncated) {
       return DoClose();
     }
     if (ec == beast::error::timeout) return DoClose();
@@ -113,7 +138,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     const unsigned version = msg.version();
     const bool keep_alive = msg.keep_alive();
-    stream_.expires_never();
+    beast::get_lowest_layer(stream_).expires_never();
 
     if (!server_->api->IsSlow(req)) {
       std::string route = server_->api->RouteName(req);
@@ -163,7 +188,7 @@ class Session : public std::enable_shared_from_this<Session> {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     server_->log->info("{} {} {} {} {}B {:.1f}ms", peer_, method, target, status, bytes, seconds * 1e3);
     if (server_->on_request) server_->on_request(RequestStats{method, route, status, seconds});
-    stream_.expires_after(std::chrono::seconds(server_->options.read_timeout_s));
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(server_->options.read_timeout_s));
     http::async_write(stream_, *sp, [self = shared_from_this(), sp](beast::error_code ec, std::size_t) {
       self->OnWrite(ec, sp->need_eof());
     });
@@ -177,11 +202,16 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void DoClose() {
-    beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if constexpr (kTls) {
+      beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(5));
+      stream_.async_shutdown([self = shared_from_this()](beast::error_code) {});
+    } else {
+      beast::error_code ec;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    }
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   HttpServer::Impl* server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -194,8 +224,10 @@ void DoAccept(HttpServer::Impl* s) {
     if (ec) {
       if (ec == net::error::operation_aborted || s->stopped) return;
       s->log->warn("accept: {}", ec.message());
+    } else if (s->tls) {
+      std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(std::move(socket), s, *s->tls)->Run();
     } else {
-      std::make_shared<Session>(std::move(socket), s)->Run();
+      std::make_shared<Session<beast::tcp_stream>>(std::move(socket), s)->Run();
     }
     DoAccept(s);
   });
@@ -221,6 +253,16 @@ Status HttpServer::Start() {
   auto address = net::ip::make_address(hp->first, ec);
   if (ec) return InvalidArgument(fmt::format("listen '{}': bad address: {}", impl_->options.listen, ec.message()));
   tcp::endpoint ep{address, hp->second};
+  if (!impl_->options.tls_cert.empty()) {
+    auto ctx = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+    ctx->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                     net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
+    ctx->use_certificate_chain_file(impl_->options.tls_cert, ec);
+    if (ec) return MakeError(ErrorCode::kIo, fmt::format("tls_cert {}: {}", impl_->options.tls_cert, ec.message()));
+    ctx->use_private_key_file(impl_->options.tls_key, net::ssl::context::pem, ec);
+    if (ec) return MakeError(ErrorCode::kIo, fmt::format("tls_key {}: {}", impl_->options.tls_key, ec.message()));
+    impl_->tls = std::move(ctx);
+  }
   auto& a = impl_->acceptor;
   a.open(ep.protocol(), ec);
   if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
