@@ -1,0 +1,96 @@
+// Closed-loop calibration: observed iteration times against the flow-level
+// model's predictions, and a bounded least-squares fit of the three
+// transport parameters the model cannot know a priori (docs/validation.md).
+//
+// The model's iteration time of a job under a drain is
+//   iteration = compute + (1 - overlap) * (B / goodput + h * H + o * S)
+// where B is the job's fluid bandwidth time at goodput 1, H = sum over its
+// collectives of steps x path hops, S = sum of steps (sim/flow_sim.h), h the
+// per-hop latency and o the per-message overhead. B, H and S come from the
+// simulator (two probe runs per distinct drain); the fit then needs no further
+// simulation: for each goodput on a golden-section search the best (h, o) is
+// a bounded two-variable linear least squares.
+//
+// Pure: no I/O; safe to call concurrently.
+#pragma once
+
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "model/drain.h"
+#include "model/error.h"
+#include "model/snapshot.h"
+#include "sim/flow_sim.h"
+
+namespace drainwise::advisor {
+
+struct Observation {
+  model::JobId job;
+  model::Drain drain;        // the drains in effect when it was measured (empty = none)
+  double iteration_s = 0;    // observed
+};
+
+struct CalibrationParams {
+  double goodput = 0.95;
+  double per_hop_latency_s = 1e-6;
+  double per_message_overhead_s = 5e-6;
+};
+
+struct CalibrationBounds {
+  double goodput_min = 0.5, goodput_max = 1.0;
+  double per_hop_latency_max_s = 50e-6;
+  double per_message_overhead_max_s = 500e-6;
+};
+
+// The model terms of one observation (see the formula above).
+struct ObservationTerms {
+  double compute_s = 0;
+  double overlap = 0;
+  double bandwidth_s = 0;  // B: at goodput 1
+  double hop_steps = 0;    // H
+  double steps = 0;        // S
+  bool connected = true;
+
+  double Predict(const CalibrationParams& p) const {
+    return compute_s + (1 - overlap) * (bandwidth_s / p.goodput + p.per_hop_latency_s * hop_steps +
+                                        p.per_message_overhead_s * steps);
+  }
+};
+
+// Runs the flow-level model (options' routing, background) to get the terms
+// of every observation. Errors: kInvalidArgument (bad job id), kCancelled.
+Result<std::vector<ObservationTerms>> ComputeTerms(const model::SnapshotPtr& snapshot,
+                                                   const std::vector<Observation>& observations,
+                                                   const sim::FlowOptions& options, std::stop_token stop = {});
+
+struct FitResult {
+  CalibrationParams params;
+  int observations = 0;     // used (connected, positive times)
+  double rmse_s = 0;        // of iteration times, fitted
+  double rmse_before_s = 0; // with the starting parameters
+  double median_rel_error = 0;
+  double p90_rel_error = 0;
+};
+
+// Bounded least squares of observed vs predicted iteration times.
+// Errors: kInvalidArgument with fewer than 3 usable observations.
+Result<FitResult> FitCalibration(const std::vector<ObservationTerms>& terms, const std::vector<double>& observed,
+                                 const CalibrationParams& start, const CalibrationBounds& bounds = {});
+
+// Prediction error of slowdowns: for each (job, drain) observed both with
+// and without that drain, |predicted slowdown - observed slowdown| in
+// percentage points; median and p90.
+struct SlowdownError {
+  int pairs = 0;
+  double median_abs_pct = 0;
+  double p90_abs_pct = 0;
+};
+SlowdownError SlowdownErrors(const std::vector<double>& predicted_slowdown_pct,
+                             const std::vector<double>& observed_slowdown_pct);
+
+// q-quantile (0..1) of `values` by linear interpolation; 0 when empty.
+double Quantile(std::vector<double> values, double q);
+
+}  // namespace drainwise::advisor
