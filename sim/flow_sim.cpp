@@ -998,6 +998,7 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
   m.aggregates = d0.problem.aggregate_count();
   m.route_classes = d0.table.classes.size();
   m.tight_links = d0.solution.tight_links;
+  m.redundant_links = d0.solution.redundant_links;
   for (const Scenario& sc : drained) {
     m.components_solved += sc.solution.components_solved;
     m.components_reused += sc.solution.components_reused;

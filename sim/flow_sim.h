@@ -138,6 +138,7 @@ struct FlowModelInfo {
   size_t aggregates = 0;       // drained run (first seed): weighted flows given to the solver
   size_t route_classes = 0;    // drained run: distinct leaf-to-leaf routes
   size_t tight_links = 0;      // drained run: links that can saturate
+  size_t redundant_links = 0;  // drained run: loaded links proven unable to saturate (left out of the solve)
   size_t components_solved = 0;
   size_t components_reused = 0;  // drained components copied from the baseline
   size_t events = 0;             // completion batches

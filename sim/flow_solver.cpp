@@ -305,6 +305,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     }
     for (size_t l = 0; l < nl; ++l) {
       if (link_bound[l] > p.capacity_bps[l] * (1 + 1e-9)) tight[l] = 1;
+      if (!tight[l] && link_bound[l] > 0) ++sol.redundant_links;
     }
   }
   for (size_t l = 0; l < nl; ++l) sol.tight_links += tight[l];

@@ -87,6 +87,7 @@ struct FluidSolution {
   std::vector<uint32_t> component_size;
   // Statistics.
   size_t tight_links = 0;      // links kept after dropping those that cannot saturate
+  size_t redundant_links = 0;  // class links dropped: loaded, but provably never full
   size_t components_solved = 0;
   size_t components_reused = 0;
   size_t events = 0;           // completion batches, summed over components

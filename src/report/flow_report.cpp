@@ -173,6 +173,7 @@ json FlowReportToJson(const sim::FlowReport& r, const model::Snapshot& snap, con
                 {"aggregates", m.aggregates},
                 {"route_classes", m.route_classes},
                 {"tight_links", m.tight_links},
+                {"redundant_links", m.redundant_links},
                 {"components_solved", m.components_solved},
                 {"components_reused", m.components_reused},
                 {"events", m.events},
