@@ -245,7 +245,10 @@ std::string SourceConfig::Location() const {
     return "url " + url.substr(0, url.find('?'));
   }
   if (!path.empty()) return "path " + path;
-  return "command " + command;
+  // Only the program: arguments may carry a credential (curl -H ...).
+  auto t = internal::Trim(command);
+  auto end = t.find_first_of(" \t");
+  return "command " + std::string(t.substr(0, end)) + (end == std::string_view::npos ? "" : " ...");
 }
 
 Result<SourceConfig> ParseSourceConfig(const json& j, const std::string& path) {
@@ -300,9 +303,6 @@ Result<SourceConfig> ParseSourceConfig(const json& j, const std::string& path) {
     ObjectReader o(r.Has("options") ? r.Raw("options") : empty, r.Child("options"));
     ParseKindOptions(c, o);
     if (c.chakra_profile.empty()) c.chakra_profile = c.name;
-    if (c.kind == "lldp" && !c.url.empty() && c.lldp_local_system.empty()) {
-      // Allowed: the URL may serve a {system: report} map. Nothing to check.
-    }
     return c;
   });
 }

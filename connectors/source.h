@@ -83,7 +83,8 @@ struct SourceConfig {
   std::string chakra_profile;  // profile name for rules; default: the source name
   GraphOptions graph;          // containerlab, networkx, batfish
 
-  // "url", "path" or "command" with its value, no credential: for status pages.
+  // "url <url without query>", "path <path>" or "command <program> ...": for
+  // status pages; no credential, no query string, no command arguments.
   std::string Location() const;
 };
 

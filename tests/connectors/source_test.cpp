@@ -49,6 +49,9 @@ TEST_CASE("source config: fields, defaults, kind options") {
                    {"options", {{"job_labels", {"app.kubernetes.io/instance"}}}}});
   CHECK(k.kubernetes.job_labels == std::vector<std::string>{"app.kubernetes.io/instance"});
   CHECK(k.refresh_s == 60);
+  CHECK(k.Location() == "command kubectl ...");
+  auto q = Config({{"name", "p"}, {"kind", "prometheus"}, {"url", "http://prom:9090/api/v1/query?query=up"}});
+  CHECK(q.Location() == "url http://prom:9090/api/v1/query");
   auto ch = Config({{"name", "trace"}, {"kind", "chakra"}, {"path", "/var/lib/traces/llama.json"}});
   CHECK(ch.chakra_profile == "trace");
 }
