@@ -521,6 +521,13 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
 
   FluidProblem& p = sc.problem;
   p.capacity_bps = sc.capacity_bps;
+  // Most demands keep one aggregate (flows inside a leaf): size for that.
+  p.weight.reserve(nd);
+  p.bits.reserve(nd);
+  p.private_offsets.reserve(nd + 1);
+  p.term_offsets.reserve(nd + 1);
+  p.private_links.reserve(2 * nd);
+  sc.agg_demand.reserve(nd);
   std::vector<uint32_t> flat, off, order;
   struct PairChoice {
     int16_t s, t;

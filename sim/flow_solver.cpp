@@ -113,8 +113,6 @@ class WaterFiller {
     slope_.assign(nl, 0.0);
     used_.assign(nl, 0.0);
     count_.assign(nl, 0);
-    version_.assign(nl, 0);
-    stamp_.assign(nl, 0);
     class_sum_.assign(nc, 0.0);
     class_n_.assign(nc, 0);
     class_dsum_.assign(nc, 0.0);
@@ -144,19 +142,26 @@ class WaterFiller {
         ++count_[p.class_links[k].link];
       }
     }
+    // A link's saturation level only rises as flows freeze (freezing a=wφ
+    // at level ℓ <= R/S gives (R - aℓ)/(S - a) >= R/S), so every link keeps
+    // one heap entry whose key is a lower bound: a popped entry is
+    // re-checked and pushed back with its current level when that is
+    // higher. Far fewer heap operations than one push per touch.
     heap_ = {};
     for (uint32_t l = 0; l < nl; ++l) {
-      if (count_[l] > 0 && slope_[l] > 0) heap_.push({p.capacity[l] / slope_[l], l, 0});
+      if (count_[l] > 0 && slope_[l] > 0) heap_.push({p.capacity[l] / slope_[l], l});
     }
     double level = 0;
-    uint32_t epoch = 0;
     while (!heap_.empty()) {
       Entry e = heap_.top();
       heap_.pop();
-      if (e.version != version_[e.link] || count_[e.link] == 0) continue;
-      level = std::max(level, e.level);
-      ++epoch;
-      touched_links_.clear();
+      if (count_[e.link] == 0) continue;
+      const double now = slope_[e.link] > 0 ? std::max(level, (p.capacity[e.link] - used_[e.link]) / slope_[e.link]) : level;
+      if (now > e.level * (1 + 1e-12)) {
+        heap_.push({now, e.link});
+        continue;
+      }
+      level = std::max(level, now);
       touched_classes_.clear();
       auto freeze = [&](uint32_t a) {
         if (!active[a] || frozen_[a]) return;
@@ -169,7 +174,6 @@ class WaterFiller {
           used_[m] += w * p.priv[k].share * level;
           slope_[m] -= w * p.priv[k].share;
           --count_[m];
-          Touch(m, epoch);
         }
         for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
           uint32_t c = p.terms[k].cls;
@@ -194,17 +198,11 @@ class WaterFiller {
           used_[m] += ds * p.class_links[k].share * level;
           slope_[m] -= ds * p.class_links[k].share;
           if (emptied) --count_[m];
-          Touch(m, epoch);
         }
         class_dsum_[c] = 0;
         class_dn_[c] = 0;
       }
-      for (uint32_t m : touched_links_) {
-        ++version_[m];
-        if (count_[m] == 0) continue;
-        double t = slope_[m] > 0 ? (p.capacity[m] - used_[m]) / slope_[m] : level;
-        heap_.push({std::max(level, t), m, version_[m]});
-      }
+      count_[e.link] = 0;  // saturated: every flow on it is frozen
     }
   }
 
@@ -212,24 +210,16 @@ class WaterFiller {
   struct Entry {
     double level;
     uint32_t link;
-    uint32_t version;
     bool operator<(const Entry& o) const {
       return level != o.level ? level > o.level : link > o.link;  // min-heap, ties by link id
     }
   };
-  void Touch(uint32_t m, uint32_t epoch) {
-    if (stamp_[m] != epoch) {
-      stamp_[m] = epoch;
-      touched_links_.push_back(m);
-    }
-  }
-
   std::vector<double> slope_, used_;
-  std::vector<uint32_t> count_, version_, stamp_;
+  std::vector<uint32_t> count_;
   std::vector<double> class_sum_, class_dsum_;
   std::vector<uint32_t> class_n_, class_dn_;
   std::vector<uint8_t> frozen_;
-  std::vector<uint32_t> touched_links_, touched_classes_;
+  std::vector<uint32_t> touched_classes_;
   std::priority_queue<Entry> heap_;
 };
 
