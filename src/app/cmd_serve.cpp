@@ -11,6 +11,7 @@
 
 #include "app/commands.h"
 #include "app/engine_impl.h"
+#include "app/sd_notify.h"
 #include "codec/native.h"
 #include "config/config.h"
 #include "fabric/generator.h"
@@ -196,11 +197,21 @@ int RunServe(const ServeArgs& args) {
       log->error("cannot write port file {}", args.port_file);
     }
   }
+  // systemd Type=notify: ready once the socket is bound (and the port file
+  // written); a no-op outside systemd.
+  std::string notify_error;
+  if (!SdNotify(fmt::format("READY=1\nSTATUS=listening on {} (port {})", cfg.server.listen, http.port()),
+                &notify_error)) {
+    log->warn("{}", notify_error);
+  }
+  SdWatchdog watchdog;
+  if (watchdog.active()) log->info("systemd watchdog on ({} ms)", SdWatchdogInterval().count() / 1000);
 
   boost::asio::io_context signals_ctx;
   boost::asio::signal_set signals(signals_ctx, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (!ec) log->info("signal {}: shutting down", sig);
+    SdNotify("STOPPING=1");
     http.Stop();
   });
   std::thread signal_thread([&] { signals_ctx.run(); });
