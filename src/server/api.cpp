@@ -13,6 +13,9 @@ namespace drainwise::server {
 
 using nlohmann::json;
 
+// docs/openapi.yaml as JSON, embedded at build time by docs/openapi.cmake.
+std::string_view OpenApiDocument();
+
 namespace {
 
 int64_t NowSeconds() {
@@ -151,6 +154,7 @@ const std::vector<Route>& Api::Routes() {
       {"GET", "/healthz", false, "Liveness"},
       {"GET", "/readyz", false, "Readiness: a snapshot is loaded and no source is stale"},
       {"GET", "/metrics", false, "Prometheus metrics"},
+      {"GET", "/v1/openapi.json", false, "The OpenAPI 3.1 description of this API (docs/openapi.yaml)"},
       {"GET", "/v1/topology", false, "The current topology document"},
       {"PUT", "/v1/topology", true, "Replace the topology (a new version)"},
       {"GET", "/v1/jobs", false, "The current jobs document"},
@@ -263,6 +267,11 @@ ApiResponse Api::Dispatch(const ApiRequest& req, const std::string& path, const 
     ApiResponse r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     r.body = hooks_.metrics();
+    return r;
+  }
+  if (key == "GET /v1/openapi.json") {
+    ApiResponse r;
+    r.body = std::string(OpenApiDocument());
     return r;
   }
   if (key == "GET /v1/topology") return GetTopology();
