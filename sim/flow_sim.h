@@ -71,6 +71,9 @@ struct FlowOptions {
   std::vector<double> background_bps;
 
   int hot_links = 10;           // how many hot links to report
+  // Hot links among switch-to-switch links only: a host's NIC is full in the
+  // all-start-at-once model by construction, so it says nothing about a drain.
+  bool hot_links_fabric_only = true;
   int bottlenecks_per_job = 3;  // bottleneck links reported per job
   int jobs_per_link = 16;       // jobs listed per reported link (the count is always complete)
 

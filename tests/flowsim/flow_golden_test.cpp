@@ -222,6 +222,7 @@ TEST_CASE("goodput scales capacities and is reported") {
   // 0.1 s; one message step of 2 hops: 2 x 1 us + 5 us = 7 us.
   auto o = sim::FlowOptions{};
   o.goodput = 0.8;
+  o.hot_links_fabric_only = false;  // the NIC is the link to look at here
   auto run = flowtest::Simulate(flowtest::TwoByTwo(100, 100), Jobs({FlowsJob("j1", {{"h0", "h1", 1e9}})}), NoDrain(), o);
   CHECK(run.Job("j1").baseline.bandwidth_s == doctest::Approx(0.1));
   CHECK(run.Job("j1").baseline.latency_s == doctest::Approx(7e-6));

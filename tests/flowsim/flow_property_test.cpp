@@ -121,11 +121,20 @@ TEST_CASE("doubling every capacity halves every bandwidth time") {
   CHECK(checked > 5);
 }
 
+namespace {
+sim::FlowOptions NicLinksToo(sim::FlowOptions o) {
+  o.hot_links_fabric_only = false;
+  return o;
+}
+}  // namespace
+
 TEST_CASE("a leaf drain slows the jobs behind it (NIC fallback) and the report says why") {
   // demo: 4 rails; draining a rail leaf moves its hosts' rail traffic onto
   // their other NICs, which now carry two rails' worth.
   auto snap = Preset("demo");
-  auto rep = Run(snap, Switches(*snap->topology, {"p0-leaf0-r0"}), sim::FlowOptions{});
+  sim::FlowOptions options;
+  options.hot_links_fabric_only = false;  // the hosts' remaining NICs are the hot links
+  auto rep = Run(snap, Switches(*snap->topology, {"p0-leaf0-r0"}), options);
   int slowed = 0;
   for (const auto& j : rep.jobs) {
     if (j.slowdown_pct && *j.slowdown_pct > 1) {
@@ -284,7 +293,7 @@ TEST_CASE("renderer: the documented JSON shape and a readable table") {
   // The cut-off case of the golden tests: j1 loses h0's NIC, j2 speeds up.
   auto run = flowtest::Simulate(flowtest::TwoByTwo(100, 100),
                                 Jobs({FlowsJob("j1", {{"h0", "h2", 1e9}}), FlowsJob("j2", {{"h1", "h2", 1e9}})}),
-                                {{"links", {{{"a", "h0"}, {"b", "leaf0"}}}}}, sim::FlowOptions::Exact());
+                                {{"links", {{{"a", "h0"}, {"b", "leaf0"}}}}}, NicLinksToo(sim::FlowOptions::Exact()));
   json doc = report::FlowReportToJson(run.report, *run.snapshot);
   REQUIRE(doc["jobs"].size() == 2);
   const json& j1 = doc["jobs"][0];
