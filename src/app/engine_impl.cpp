@@ -8,6 +8,7 @@
 
 #include "codec/json_reader.h"
 #include "codec/native.h"
+#include "advisor/calibration.h"
 #include "report/advisor_report.h"
 
 namespace drainwise::app {
@@ -124,19 +125,22 @@ namespace {
 class AdvisorEngine : public server::Engine {
  public:
   AdvisorEngine(advisor::AdvisorOptions options, policies::Policy policy, std::shared_ptr<spdlog::logger> log)
-      : advisor_(std::move(options)), policy_(std::make_shared<const policies::Policy>(std::move(policy))),
-        log_(std::move(log)) {}
+      : options_(options), advisor_(std::make_shared<const advisor::Advisor>(std::move(options))),
+        policy_(std::make_shared<const policies::Policy>(std::move(policy))), log_(std::move(log)) {
+    calibration_ = {{"source", "configuration"}};
+  }
 
   Result<server::EngineResult> Assess(const server::EngineContext& ctx, const json& body) override {
     auto start = std::chrono::steady_clock::now();
     auto req = ParseAssessRequest(body, *ctx.snapshot->topology);
     if (!req) return tl::unexpected(req.error());
     auto policy = Policy();
-    auto a = advisor_.Assess(Context(ctx), *req, *policy, ctx.stop);
+    auto a = Advisor()->Assess(Context(ctx), *req, *policy, ctx.stop);
     if (!a) return tl::unexpected(a.error());
     report::AssessmentJsonOptions jo;
     jo.flow = req->flow;
     json out = report::AssessmentToJson(*a, *ctx.snapshot, jo);
+    if (out.contains("model")) out["model"]["calibration"] = CalibrationJson();
     std::string verdict = out["verdict"];
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     out["timings_ms"]["total"] = std::round(ms * 100) / 100;
@@ -165,7 +169,7 @@ class AdvisorEngine : public server::Engine {
         return InvalidArgument(fmt::format("tier: no switch of tier '{}' (this fabric has {})", tier, tiers));
       }
     }
-    auto c = advisor_.Candidates(Context(ctx), ids, ctx.stop);
+    auto c = Advisor()->Candidates(Context(ctx), ids, ctx.stop);
     if (!c) return tl::unexpected(c.error());
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     log_->info("drain-candidates tier={} switches={} {:.1f}ms", tier, ids.size(), ms);
@@ -195,7 +199,7 @@ class AdvisorEngine : public server::Engine {
       return InvalidArgument(e.what());
     }
     auto policy = Policy();
-    auto plan = advisor_.PlanDrains(Context(ctx), ids, flow, *policy, ctx.stop);
+    auto plan = Advisor()->PlanDrains(Context(ctx), ids, flow, *policy, ctx.stop);
     if (!plan) return tl::unexpected(plan.error());
     json out = report::PlanToJson(*plan, *ctx.snapshot);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -218,6 +222,119 @@ class AdvisorEngine : public server::Engine {
     return {};
   }
 
+  Result<double> PredictIteration(const server::EngineContext& ctx, const std::string& job,
+                                  const model::Drain& drain) override {
+    auto j = ctx.snapshot->jobs->FindJob(job);
+    if (!j) return NotFound(fmt::format("job: unknown job '{}'", job));
+    auto adv = Advisor();
+    auto fsim = adv->FlowSim(ctx.snapshot, adv->options().flow, ctx.stop);
+    if (!fsim) return tl::unexpected(fsim.error());
+    auto rep = (*fsim)->Simulate(drain, ctx.stop);
+    if (!rep) return tl::unexpected(rep.error());
+    const auto& side = rep->jobs[j->value].drained;
+    if (!side.connected) return 0.0;  // no prediction for a cut-off job
+    return side.iteration_s;
+  }
+
+  json CalibrationJson() const override {
+    std::lock_guard lock(mu_);
+    json out = calibration_;
+    out["goodput"] = options_.flow.goodput;
+    out["per_hop_latency_us"] = options_.flow.per_hop_latency_s * 1e6;
+    out["per_message_overhead_us"] = options_.flow.per_message_overhead_s * 1e6;
+    return out;
+  }
+
+  Result<json> Calibrate(const server::EngineContext& ctx, const std::vector<store::ObservationRecord>& records,
+                         bool apply) override {
+    auto start = std::chrono::steady_clock::now();
+    const auto& topo = *ctx.snapshot->topology;
+    std::vector<advisor::Observation> obs;
+    std::vector<double> observed;
+    int skipped = 0;
+    for (const auto& r : records) {
+      auto j = ctx.snapshot->jobs->FindJob(r.job_id);
+      model::Drain drain;
+      bool ok = j.has_value();
+      if (ok && !r.drain_key.empty()) {
+        auto spec_json = codec::ParseJsonText(r.drain_key);
+        auto spec = spec_json ? codec::ParseDrain(*spec_json) : tl::unexpected(spec_json.error());
+        auto d = spec ? model::ResolveDrain(*spec, topo) : tl::unexpected(spec.error());
+        ok = d.has_value();
+        if (ok) drain = *d;
+      }
+      if (!ok) {
+        ++skipped;  // the job or an element is gone from the current snapshot
+        continue;
+      }
+      obs.push_back({*j, drain, r.iteration_s});
+      observed.push_back(r.iteration_s);
+    }
+    auto adv = Advisor();
+    auto terms = advisor::ComputeTerms(ctx.snapshot, obs, adv->options().flow, ctx.stop);
+    if (!terms) return tl::unexpected(terms.error());
+    const auto& f = adv->options().flow;
+    advisor::CalibrationParams current{f.goodput, f.per_hop_latency_s, f.per_message_overhead_s};
+    auto fit = advisor::FitCalibration(*terms, observed, current);
+    if (!fit) return tl::unexpected(fit.error());
+    json calibration = {{"format", "drainwise.calibration/v1"},
+                        {"goodput", fit->params.goodput},
+                        {"per_hop_latency_us", fit->params.per_hop_latency_s * 1e6},
+                        {"per_message_overhead_us", fit->params.per_message_overhead_s * 1e6},
+                        {"fitted_at", codec::FormatRfc3339(ctx.now)},
+                        {"observations", fit->observations},
+                        {"rmse_s", fit->rmse_s},
+                        {"median_rel_error", fit->median_rel_error},
+                        {"p90_rel_error", fit->p90_rel_error}};
+    json out = {{"calibration", calibration},
+                {"before", {{"goodput", current.goodput},
+                            {"per_hop_latency_us", current.per_hop_latency_s * 1e6},
+                            {"per_message_overhead_us", current.per_message_overhead_s * 1e6},
+                            {"rmse_s", fit->rmse_before_s}}},
+                {"skipped", skipped},
+                {"applied", apply}};
+    if (apply) {
+      if (auto st = SetCalibration(calibration); !st) return tl::unexpected(st.error());
+    }
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    log_->info("calibration fit on {} observations: goodput {:.3f}, {:.2f} us/hop, {:.2f} us/message, rmse {:.4f} s "
+               "(was {:.4f} s){} {:.1f}ms",
+               fit->observations, fit->params.goodput, fit->params.per_hop_latency_s * 1e6,
+               fit->params.per_message_overhead_s * 1e6, fit->rmse_s, fit->rmse_before_s, apply ? ", applied" : "", ms);
+    return out;
+  }
+
+  Status SetCalibration(const json& doc) override {
+    advisor::AdvisorOptions next;
+    json info;
+    try {
+      codec::ObjectReader r(doc, "");
+      r.RejectUnknown({"format", "goodput", "per_hop_latency_us", "per_message_overhead_us", "fitted_at",
+                       "observations", "rmse_s", "median_rel_error", "p90_rel_error"});
+      if (r.String("format") != "drainwise.calibration/v1") {
+        throw codec::FieldError("format", "expected 'drainwise.calibration/v1'");
+      }
+      std::lock_guard lock(mu_);
+      next = options_;
+      next.flow.goodput = r.Number("goodput");
+      next.flow.per_hop_latency_s = r.Number("per_hop_latency_us") / 1e6;
+      next.flow.per_message_overhead_s = r.Number("per_message_overhead_us") / 1e6;
+      if (!(next.flow.goodput > 0 && next.flow.goodput <= 1)) throw codec::FieldError("goodput", "must be within (0, 1]");
+      if (next.flow.per_hop_latency_s < 0) throw codec::FieldError("per_hop_latency_us", "must be >= 0");
+      if (next.flow.per_message_overhead_s < 0) throw codec::FieldError("per_message_overhead_us", "must be >= 0");
+      info = doc;
+      info.erase("format");
+      info["source"] = doc.contains("fitted_at") ? "fit" : "operator";
+    } catch (const codec::FieldError& e) {
+      return InvalidArgument(e.what());
+    }
+    std::lock_guard lock(mu_);
+    options_ = next;
+    advisor_ = std::make_shared<const advisor::Advisor>(next);
+    calibration_ = info;
+    return {};
+  }
+
   std::string RenderText(std::string_view kind, const json& body) const override {
     if (kind == "plan") return report::PlanText(body);
     if (kind == "candidates") return report::CandidatesText(body);
@@ -229,12 +346,19 @@ class AdvisorEngine : public server::Engine {
     std::lock_guard lock(mu_);
     return policy_;
   }
+  // The advisor of the calibration in force; replaced whole when it changes.
+  std::shared_ptr<const advisor::Advisor> Advisor() const {
+    std::lock_guard lock(mu_);
+    return advisor_;
+  }
   static advisor::Context Context(const server::EngineContext& ctx) {
     return advisor::Context{ctx.snapshot, ctx.active, ctx.now};
   }
 
-  advisor::Advisor advisor_;
   mutable std::mutex mu_;
+  advisor::AdvisorOptions options_;
+  std::shared_ptr<const advisor::Advisor> advisor_;
+  json calibration_;
   std::shared_ptr<const policies::Policy> policy_;
   std::shared_ptr<spdlog::logger> log_;
 };

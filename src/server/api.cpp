@@ -1,6 +1,7 @@
 #include "server/api.h"
 
 #include <chrono>
+#include <cmath>
 #include <random>
 
 #include <fmt/format.h>
@@ -174,8 +175,11 @@ const std::vector<Route>& Api::Routes() {
       {"PUT", "/v1/policy", false, "Replace the gating policy"},
       {"GET", "/v1/sources", false, "Connectors and their freshness"},
       {"GET", "/v1/links", true, "Links with telemetry (degraded=true for the unhealthy)"},
-      {"POST", "/v1/observations", false, "Observed iteration times, for calibration"},
-      {"GET", "/v1/calibration", false, "Prediction error against observations"},
+      {"POST", "/v1/observations", true, "Observed iteration times, stored with the model's prediction"},
+      {"GET", "/v1/observations", false, "Stored observations (filter: job)"},
+      {"GET", "/v1/calibration", false, "The calibration in force and the prediction error against observations"},
+      {"POST", "/v1/calibration", true, "Fit the transport parameters to the observations (apply=true to use them)"},
+      {"PUT", "/v1/calibration", false, "Replace the calibration (drainwise.calibration/v1)"},
   };
   return routes;
 }
@@ -306,18 +310,11 @@ ApiResponse Api::Dispatch(const ApiRequest& req, const std::string& path, const 
     auto r = hooks_.job_paths(p["id"]);
     return r ? JsonResponse(200, *r) : ErrorResponse(r.error(), path);
   }
-  if (key == "POST /v1/observations") {
-    if (!hooks_.observe) return not_configured("calibration");
-    auto body = ParseBody(req);
-    if (!body) return ErrorResponse(body.error(), path);
-    auto r = hooks_.observe(*body);
-    return r ? JsonResponse(201, *r) : ErrorResponse(r.error(), path);
-  }
-  if (key == "GET /v1/calibration") {
-    if (!hooks_.calibration) return not_configured("calibration");
-    auto r = hooks_.calibration();
-    return r ? JsonResponse(200, *r) : ErrorResponse(r.error(), path);
-  }
+  if (key == "POST /v1/observations") return PostObservations(req);
+  if (key == "GET /v1/observations") return ListObservations(query);
+  if (key == "GET /v1/calibration") return GetCalibration();
+  if (key == "POST /v1/calibration") return PostCalibration(req);
+  if (key == "PUT /v1/calibration") return PutCalibration(req);
   return ErrorResponse(Error{ErrorCode::kInternal, "route without handler: " + key}, path);
 }
 
@@ -681,6 +678,170 @@ ApiResponse Api::PutPolicy(const ApiRequest& req) {
   info.source = "api" + (req.peer.empty() ? "" : ":" + req.peer);
   auto put = state_->store().PutDocument(info, body->dump());
   if (!put) return ErrorResponse(put.error(), "/v1/policy");
+  return JsonResponse(put->created ? 201 : 200, {{"version", put->version}, {"created", put->created}});
+}
+
+namespace {
+// A drain's canonical key: the same drain always gives the same text.
+std::string DrainKey(const model::Drain& d, const model::Topology& t) {
+  if (d.empty()) return "";
+  return codec::DrainSpecToJson(model::DescribeDrain(d, t)).dump();
+}
+}  // namespace
+
+ApiResponse Api::PostObservations(const ApiRequest& req) {
+  const std::string where = "/v1/observations";
+  auto body = ParseBody(req);
+  if (!body) return ErrorResponse(body.error(), where);
+  auto snap = state_->snapshot();
+  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, where);
+  json items = body->is_object() && body->contains("observations") ? (*body)["observations"] : *body;
+  if (items.is_object()) items = json::array({items});
+  if (!items.is_array() || items.empty()) {
+    return ErrorResponse(Error{ErrorCode::kInvalidArgument, "observations: expected a non-empty array"}, where);
+  }
+  auto ctx = Context(req, snap);
+  // Validate everything before storing anything.
+  std::vector<store::ObservationRecord> records;
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string at = fmt::format("observations[{}]", i);
+    store::ObservationRecord rec;
+    model::Drain drain = ctx.active;
+    try {
+      codec::ObjectReader r(items[i], at);
+      r.RejectUnknown({"job", "iteration_s", "observed_at", "drain"});
+      rec.job_id = r.String("job");
+      rec.iteration_s = r.Number("iteration_s");
+      if (!(rec.iteration_s > 0)) throw codec::FieldError(r.Child("iteration_s"), "must be > 0");
+      if (r.Has("observed_at")) {
+        auto t = codec::ParseRfc3339(r.String("observed_at"));
+        if (!t) throw codec::FieldError(r.Child("observed_at"), "not an RFC 3339 time");
+        rec.observed_at = *t;
+      }
+      if (r.Has("drain")) {
+        auto spec = codec::ParseDrain(r.Raw("drain"));
+        if (!spec) return ErrorResponse(spec.error().Wrap(at), where);
+        auto d = model::ResolveDrain(*spec, *snap->topology);
+        if (!d) return ErrorResponse(d.error().Wrap(at + ".drain"), where);
+        drain = std::move(*d);
+      }
+    } catch (const codec::FieldError& e) {
+      return ErrorResponse(Error{ErrorCode::kInvalidArgument, e.what()}, where);
+    }
+    auto predicted = engine_->PredictIteration(ctx, rec.job_id, drain);
+    if (!predicted) return ErrorResponse(predicted.error().Wrap(at), where);
+    rec.predicted_s = *predicted;
+    rec.drain_key = DrainKey(drain, *snap->topology);
+    rec.body = items[i].dump();
+    records.push_back(std::move(rec));
+  }
+  json stored = json::array();
+  for (auto& rec : records) {
+    auto id = state_->store().PutObservation(rec);
+    if (!id) return ErrorResponse(id.error(), where);
+    stored.push_back({{"id", *id},
+                      {"job", rec.job_id},
+                      {"observed_s", rec.iteration_s},
+                      {"predicted_s", rec.predicted_s},
+                      {"error_pct", (rec.predicted_s / rec.iteration_s - 1) * 100}});
+  }
+  return JsonResponse(201, {{"stored", stored}});
+}
+
+ApiResponse Api::ListObservations(const Query& query) {
+  int limit = 100;
+  if (auto it = query.find("limit"); it != query.end()) limit = std::clamp(std::atoi(it->second.c_str()), 1, 100000);
+  auto recs = state_->store().ListObservations(query.count("job") ? query.at("job") : "", limit);
+  if (!recs) return ErrorResponse(recs.error());
+  json list = json::array();
+  for (const auto& r : *recs) {
+    json drain = r.drain_key.empty() ? json() : json::parse(r.drain_key, nullptr, false);
+    list.push_back({{"id", r.id},
+                    {"job", r.job_id},
+                    {"observed_at", codec::FormatRfc3339(r.observed_at)},
+                    {"observed_s", r.iteration_s},
+                    {"predicted_s", r.predicted_s},
+                    {"drain", drain}});
+  }
+  return JsonResponse(200, {{"observations", list}});
+}
+
+ApiResponse Api::GetCalibration() {
+  json out = engine_->CalibrationJson();
+  auto recs = state_->store().ListObservations("", 100000);
+  if (!recs) return ErrorResponse(recs.error());
+  // Error of iteration-time predictions, and of predicted slowdowns: the
+  // latest undrained and drained observations of each job, per drain.
+  std::vector<double> rel;
+  std::map<std::string, const store::ObservationRecord*> base;
+  std::map<std::pair<std::string, std::string>, const store::ObservationRecord*> drained;
+  for (const auto& r : *recs) {  // newest first
+    if (r.predicted_s > 0) rel.push_back(std::fabs(r.predicted_s - r.iteration_s) / r.iteration_s * 100);
+    if (r.drain_key.empty()) base.emplace(r.job_id, &r);
+    else drained.emplace(std::make_pair(r.job_id, r.drain_key), &r);
+  }
+  std::vector<double> sd_err;
+  for (const auto& [key, d] : drained) {
+    auto b = base.find(key.first);
+    if (b == base.end() || b->second->predicted_s <= 0 || d->predicted_s <= 0) continue;
+    double observed = (d->iteration_s / b->second->iteration_s - 1) * 100;
+    double predicted = (d->predicted_s / b->second->predicted_s - 1) * 100;
+    sd_err.push_back(std::fabs(predicted - observed));
+  }
+  auto q = [](std::vector<double> v, double p) {
+    if (v.empty()) return json();
+    std::sort(v.begin(), v.end());
+    double pos = p * static_cast<double>(v.size() - 1);
+    size_t lo = static_cast<size_t>(pos);
+    size_t hi = std::min(lo + 1, v.size() - 1);
+    return json(v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo)));
+  };
+  out["observations"] = recs->size();
+  out["iteration_error_pct"] = {{"median", q(rel, 0.5)}, {"p90", q(rel, 0.9)}};
+  out["slowdown_error_pct_points"] = {{"pairs", sd_err.size()}, {"median", q(sd_err, 0.5)}, {"p90", q(sd_err, 0.9)}};
+  return JsonResponse(200, out);
+}
+
+ApiResponse Api::PostCalibration(const ApiRequest& req) {
+  const std::string where = "/v1/calibration";
+  bool apply = false;
+  if (!req.body.empty()) {
+    auto body = ParseBody(req);
+    if (!body) return ErrorResponse(body.error(), where);
+    try {
+      codec::ObjectReader r(*body, "");
+      r.RejectUnknown({"apply"});
+      apply = r.BoolOr("apply", false);
+    } catch (const codec::FieldError& e) {
+      return ErrorResponse(Error{ErrorCode::kInvalidArgument, e.what()}, where);
+    }
+  }
+  auto snap = state_->snapshot();
+  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, where);
+  auto recs = state_->store().ListObservations("", 100000);
+  if (!recs) return ErrorResponse(recs.error(), where);
+  auto fit = engine_->Calibrate(Context(req, snap), *recs, apply);
+  if (!fit) return ErrorResponse(fit.error(), where);
+  if (apply && fit->contains("calibration")) {
+    store::DocumentInfo info;
+    info.kind = store::DocKind::kCalibration;
+    info.source = "fit";
+    auto put = state_->store().PutDocument(info, (*fit)["calibration"].dump());
+    if (!put) return ErrorResponse(put.error(), where);
+    (*fit)["version"] = put->version;
+  }
+  return JsonResponse(200, *fit);
+}
+
+ApiResponse Api::PutCalibration(const ApiRequest& req) {
+  auto body = ParseBody(req);
+  if (!body) return ErrorResponse(body.error(), "/v1/calibration");
+  if (auto st = engine_->SetCalibration(*body); !st) return ErrorResponse(st.error(), "/v1/calibration");
+  store::DocumentInfo info;
+  info.kind = store::DocKind::kCalibration;
+  info.source = "api" + (req.peer.empty() ? "" : ":" + req.peer);
+  auto put = state_->store().PutDocument(info, body->dump());
+  if (!put) return ErrorResponse(put.error(), "/v1/calibration");
   return JsonResponse(put->created ? 201 : 200, {{"version", put->version}, {"created", put->created}});
 }
 

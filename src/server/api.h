@@ -53,8 +53,6 @@ struct ApiHooks {
   std::function<std::string()> metrics;               // GET /metrics (text format)
   std::function<Result<nlohmann::json>(const ApiRequest&)> links;       // GET /v1/links
   std::function<Result<nlohmann::json>(const std::string&)> job_paths;  // GET /v1/jobs/{id}/paths
-  std::function<Result<nlohmann::json>(const nlohmann::json&)> observe; // POST /v1/observations
-  std::function<Result<nlohmann::json>()> calibration;                  // GET /v1/calibration
   // After each stored assessment or plan: its kind, verdict and duration.
   std::function<void(const std::string& kind, const std::string& verdict, double seconds)> on_result;
 };
@@ -98,6 +96,11 @@ class Api {
   ApiResponse DeleteDrain(const std::string& id);
   ApiResponse GetPolicy();
   ApiResponse PutPolicy(const ApiRequest& req);
+  ApiResponse PostObservations(const ApiRequest& req);
+  ApiResponse ListObservations(const Query& query);
+  ApiResponse GetCalibration();
+  ApiResponse PostCalibration(const ApiRequest& req);
+  ApiResponse PutCalibration(const ApiRequest& req);
 
   EngineContext Context(const ApiRequest& req, model::SnapshotPtr snapshot) const;
 

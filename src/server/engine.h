@@ -14,6 +14,7 @@
 #include "model/drain.h"
 #include "model/error.h"
 #include "model/snapshot.h"
+#include "store/store.h"
 
 namespace drainwise::server {
 
@@ -45,6 +46,19 @@ class Engine {
   // The policy in force, and replacing it (validated; the old one stays on error).
   virtual nlohmann::json PolicyJson() const = 0;
   virtual Status SetPolicy(const nlohmann::json& policy) = 0;
+  // The model's iteration time of `job` with `drain` applied (for
+  // observations). Errors: kNotFound (job), kCancelled.
+  virtual Result<double> PredictIteration(const EngineContext& ctx, const std::string& job,
+                                          const model::Drain& drain) = 0;
+  // The calibration in force: parameters, where they came from, last fit.
+  virtual nlohmann::json CalibrationJson() const = 0;
+  // Fits the transport parameters to `observations` (bounded least squares);
+  // with `apply`, they are used from now on. Returns the fit.
+  virtual Result<nlohmann::json> Calibrate(const EngineContext& ctx,
+                                           const std::vector<store::ObservationRecord>& observations,
+                                           bool apply) = 0;
+  // Replaces the calibration (drainwise.calibration/v1), validated.
+  virtual Status SetCalibration(const nlohmann::json& calibration) = 0;
   // A terminal table for `kind` ("assessment", "plan", "candidates").
   virtual std::string RenderText(std::string_view kind, const nlohmann::json& body) const = 0;
 };

@@ -155,6 +155,7 @@ std::string_view DocKindName(DocKind kind) {
     case DocKind::kTopology: return "topology";
     case DocKind::kJobs: return "jobs";
     case DocKind::kPolicy: return "policy";
+    case DocKind::kCalibration: return "calibration";
   }
   return "topology";
 }
@@ -292,7 +293,10 @@ constexpr const char* kDocColumns = "kind, version, source, created_at, hash, it
 DocumentInfo ReadDocInfo(const Stmt& s) {
   DocumentInfo i;
   std::string kind = s.Text(0);
-  i.kind = kind == "jobs" ? DocKind::kJobs : kind == "policy" ? DocKind::kPolicy : DocKind::kTopology;
+  i.kind = kind == "jobs"          ? DocKind::kJobs
+           : kind == "policy"      ? DocKind::kPolicy
+           : kind == "calibration" ? DocKind::kCalibration
+                                   : DocKind::kTopology;
   i.version = s.Int(1);
   i.source = s.Text(2);
   i.created_at = s.Int(3);

@@ -25,7 +25,7 @@ struct sqlite3;
 
 namespace drainwise::store {
 
-enum class DocKind { kTopology, kJobs, kPolicy };
+enum class DocKind { kTopology, kJobs, kPolicy, kCalibration };
 std::string_view DocKindName(DocKind kind);
 
 struct DocumentInfo {

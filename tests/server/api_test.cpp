@@ -34,6 +34,15 @@ class FakeEngine : public server::Engine {
     if (!p.contains("name")) return InvalidArgument("name: required");
     return {};
   }
+  Result<double> PredictIteration(const server::EngineContext&, const std::string& job, const model::Drain& d) override {
+    if (job != "j1") return NotFound("job: unknown job '" + job + "'");
+    return d.empty() ? 1.0 : 1.5;  // the model: draining anything costs 50%
+  }
+  json CalibrationJson() const override { return {{"goodput", 0.95}}; }
+  Result<json> Calibrate(const server::EngineContext&, const std::vector<store::ObservationRecord>& obs, bool) override {
+    return json{{"observations", obs.size()}};
+  }
+  Status SetCalibration(const json&) override { return {}; }
   std::string RenderText(std::string_view kind, const json& body) const override {
     return std::string(kind) + " " + body.value("verdict", "");
   }
@@ -174,4 +183,30 @@ TEST_CASE("query parsing and slow-route classification") {
   CHECK_FALSE(f.api.IsSlow(r));
   r.target = "/v1/assessments/a-1";
   CHECK(f.api.RouteName(r) == "GET /v1/assessments/{id}");
+}
+
+TEST_CASE("observations are stored with the model's prediction; calibration reports the error") {
+  Fixture f;
+  f.Call("PUT", "/v1/topology", testing::TwoByTwo().dump());
+  f.Call("PUT", "/v1/jobs", Jobs().dump());
+  // Observed 1.0 s undrained, 1.2 s with spine0 drained: observed slowdown
+  // 20%; the fake model predicts 1.0 and 1.5 (50%): error 30 points.
+  auto r = f.Call("POST", "/v1/observations", R"({"observations":[{"job":"j1","iteration_s":1.0},
+      {"job":"j1","iteration_s":1.2,"drain":{"switches":["spine0"]}}]})");
+  REQUIRE(r.status == 201);
+  auto stored = json::parse(r.body)["stored"];
+  REQUIRE(stored.size() == 2);
+  CHECK(stored[1]["predicted_s"] == 1.5);
+  CHECK(stored[1]["error_pct"].get<double>() == doctest::Approx(25.0));  // 1.5 / 1.2 - 1
+  auto cal = json::parse(f.Call("GET", "/v1/calibration").body);
+  CHECK(cal["observations"] == 2);
+  CHECK(cal["slowdown_error_pct_points"]["pairs"] == 1);
+  CHECK(cal["slowdown_error_pct_points"]["median"].get<double>() == doctest::Approx(30.0));
+  // Iteration errors: 0% and 25%: median 12.5%.
+  CHECK(cal["iteration_error_pct"]["median"].get<double>() == doctest::Approx(12.5));
+  // A bad item rejects the whole batch.
+  auto bad = f.Call("POST", "/v1/observations", R"([{"job":"j1","iteration_s":1.0},{"job":"nope","iteration_s":2}])");
+  CHECK(bad.status == 404);
+  CHECK(json::parse(f.Call("GET", "/v1/observations").body)["observations"].size() == 2);
+  CHECK(f.Call("POST", "/v1/observations", R"({"job":"j1","iteration_s":-1})").status == 400);
 }
