@@ -17,7 +17,8 @@
 // A drain plan orders a maintenance list into batches that each pass the
 // policy, with the migrations each batch needs.
 //
-// Pure apart from its caches: no I/O, no logging, no threads of its own. The
+// Pure apart from its caches: no I/O, no logging; the one exception to "no
+// threads of its own" is the candidates sweep, split over two threads. The
 // Advisor caches per-snapshot precomputation (job-level index, flow
 // simulator) and is safe to call from several threads at once.
 #pragma once
@@ -144,7 +145,8 @@ class Advisor {
   Result<Assessment> Assess(const Context& ctx, const Request& request, const policies::Policy& policy,
                             std::stop_token stop = {}) const;
 
-  // Job-level sweep of single-switch drains, safest first (sim/job_sim.h).
+  // Job-level sweep of single-switch drains, safest first (sim/job_sim.h),
+  // on two threads.
   Result<std::vector<sim::DrainCandidate>> Candidates(const Context& ctx, std::span<const model::NodeId> switches,
                                                       std::stop_token stop = {}) const;
 

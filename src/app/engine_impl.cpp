@@ -10,6 +10,7 @@
 #include "codec/native.h"
 #include "advisor/calibration.h"
 #include "report/advisor_report.h"
+#include "report/job_report.h"
 
 namespace drainwise::app {
 
@@ -173,7 +174,8 @@ class AdvisorEngine : public server::Engine {
     if (!c) return tl::unexpected(c.error());
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     log_->info("drain-candidates tier={} switches={} {:.1f}ms", tier, ids.size(), ms);
-    auto out = report::CandidatesToJson(*c, *ctx.snapshot, switches.empty() ? tier : "");
+    auto out = report::DrainCandidatesToJson(*c, *ctx.snapshot, 10);
+    out["tier"] = switches.empty() ? tier : "";
     out["timings_ms"] = {{"total", std::round(ms * 100) / 100}};
     return out;
   }

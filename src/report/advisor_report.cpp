@@ -8,6 +8,7 @@
 #include "codec/json_reader.h"
 #include "codec/native.h"
 #include "policies/verdict_json.h"
+#include "report/job_report.h"
 #include "report/table.h"
 
 namespace drainwise::report {
@@ -271,31 +272,6 @@ json PlanToJson(const advisor::Plan& plan, const model::Snapshot& snapshot) {
           {"verdict", plan.all_allowed ? "allow" : "deny"}};
 }
 
-json CandidatesToJson(const std::vector<sim::DrainCandidate>& candidates, const model::Snapshot& snapshot,
-                      const std::string& tier) {
-  const auto& t = *snapshot.topology;
-  json list = json::array();
-  int rank = 0;
-  for (const auto& c : candidates) {
-    json jobs = json::array();
-    for (size_t i = 0; i < c.affected_jobs.size() && i < 10; ++i) jobs.push_back(snapshot.jobs->job(c.affected_jobs[i]).id);
-    list.push_back({{"rank", ++rank},
-                    {"switch", t.node(c.sw).name},
-                    {"tier", t.node(c.sw).tier},
-                    {"pod", t.node(c.sw).pod},
-                    {"jobs_affected", c.jobs_affected},
-                    {"jobs_disconnected", c.jobs_disconnected},
-                    {"gpus_affected", c.gpus_affected},
-                    {"gpus_disconnected", c.gpus_disconnected},
-                    {"worst_path_fraction", Round(c.worst_path_fraction, 1e-4)},
-                    {"worst_bandwidth_fraction", Round(c.worst_bandwidth_fraction, 1e-4)},
-                    {"min_paths_after", c.min_paths_after ? json(*c.min_paths_after) : json()},
-                    {"hosts_cut_off", c.hosts_cut_off},
-                    {"worst_jobs", jobs}});
-  }
-  return {{"tier", tier}, {"candidates", list}};
-}
-
 namespace {
 std::string Fixed(const json& v, int digits) {
   if (v.is_number()) return fmt::format("{:.{}f}", v.get<double>(), digits);
@@ -414,6 +390,8 @@ std::string PlanText(const json& p) {
 }
 
 std::string CandidatesText(const json& c) {
+  // From the JSON of report::DrainCandidatesToJson, so any stored or relayed
+  // document renders the same way.
   Table t({"RANK", "SWITCH", "POD", "JOBS", "DISCONNECTED", "GPUS", "WORST_BW", "WORST_PATHS", "MIN_PATHS"});
   for (const auto& x : c.value("candidates", json::array())) {
     t.Add({Str(x, "rank"), Str(x, "switch"), Str(x, "pod"), Str(x, "jobs_affected"), Str(x, "jobs_disconnected"),

@@ -22,13 +22,11 @@ nlohmann::json AssessmentToJson(const advisor::Assessment& assessment, const mod
 nlohmann::json RecommendationToJson(const advisor::Recommendation& r, const model::Snapshot& snapshot);
 nlohmann::json PredictionToJson(const advisor::Prediction& p);
 nlohmann::json PlanToJson(const advisor::Plan& plan, const model::Snapshot& snapshot);
-nlohmann::json CandidatesToJson(const std::vector<sim::DrainCandidate>& candidates, const model::Snapshot& snapshot,
-                                const std::string& tier);
 
 // Aligned tables from the JSON documents above (so stored results render the
 // same way as fresh ones).
 std::string AssessmentText(const nlohmann::json& assessment);
 std::string PlanText(const nlohmann::json& plan);
-std::string CandidatesText(const nlohmann::json& candidates);
+std::string CandidatesText(const nlohmann::json& candidates);  // of report::DrainCandidatesToJson
 
 }  // namespace drainwise::report
