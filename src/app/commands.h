@@ -13,5 +13,6 @@ void RegisterCheck(CLI::App& app, int* exit_code);
 void RegisterBench(CLI::App& app, int* exit_code);
 void RegisterCalibrate(CLI::App& app, int* exit_code);
 void RegisterHashToken(CLI::App& app, int* exit_code);
+void RegisterConfig(CLI::App& app, int* exit_code);  // config check|show FILE
 
 }  // namespace drainwise::app
