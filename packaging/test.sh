@@ -7,6 +7,10 @@ packaging/install-deps.sh
 start=$(date +%s)
 packaging/build.sh release
 (cd build && ctest --output-on-failure -j 2)
+# The .deb: build, install, check, purge (root on Debian 12; CI, or on demand).
+if [ "${CI:-}" = "true" ] || [ "${DRAINWISE_DEB_TEST:-0}" = "1" ]; then
+  packaging/deb-test.sh build
+fi
 if [ "${DRAINWISE_SKIP_ASAN:-0}" != "1" ]; then
   packaging/build.sh asan
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
