@@ -12,6 +12,7 @@
 #include "app/commands.h"
 #include "app/engine_impl.h"
 #include "app/sd_notify.h"
+#include "codec/json_reader.h"
 #include "codec/native.h"
 #include "config/config.h"
 #include "fabric/generator.h"
@@ -143,6 +144,17 @@ int RunServe(const ServeArgs& args) {
   log->info("policy '{}' from {} ({} job rules, {} fabric rules)", policy->name, policy_source,
             policy->job_rules.size(), policy->fabric_rules.size());
   auto engine = MakeEngine(*advisor_options, std::move(*policy), Logger("engine"));
+  // The last fitted or operator-set calibration overrides the config's
+  // transport parameters.
+  if (auto stored = (*store)->LatestDocument(store::DocKind::kCalibration); stored && *stored) {
+    auto doc = codec::ParseJsonText((*stored)->body);
+    auto st = doc ? engine->SetCalibration(*doc) : Status(tl::unexpected(doc.error()));
+    if (st) {
+      log->info("calibration v{} in force: {}", (*stored)->info.version, engine->CalibrationJson().dump());
+    } else {
+      log->warn("stored calibration v{} ignored: {}", (*stored)->info.version, st.error().message);
+    }
+  }
   server::Metrics metrics;
   DeclareMetrics(metrics);
   server::ApiHooks hooks;
