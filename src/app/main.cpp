@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   drainwise::app::RegisterSimulate(app, &exit_code);
   drainwise::app::RegisterCheck(app, &exit_code);
   drainwise::app::RegisterHashToken(app, &exit_code);
+  drainwise::app::RegisterCalibrate(app, &exit_code);
   drainwise::app::RegisterConfig(app, &exit_code);
   try {
     app.parse(argc, argv);
