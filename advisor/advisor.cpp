@@ -128,23 +128,76 @@ Result<std::shared_ptr<const sim::FlowSimulator>> Advisor::FlowSim(const model::
   return *sim;
 }
 
-Result<Scenario> Advisor::Simulate(const Context& ctx, const Drain& drain, bool flow,
-                                   const sim::FlowOptions& flow_options, const policies::Policy& policy,
-                                   std::stop_token stop) const {
-  Scenario s;
-  s.drain = drain;
-  s.combined = ctx.active.Merge(drain);
+Result<Advisor::JobLevel> Advisor::JobLevelOf(const Context& ctx, const Drain& combined, std::stop_token stop) const {
+  JobLevel out;
   auto index = JobIndex(ctx.snapshot);
-  auto all = sim::AssessJobs(*index, s.combined, stop);
+  auto all = sim::AssessJobs(*index, combined, stop);
   if (!all) return tl::unexpected(all.error());
-  s.job = std::move(*all);
+  out.all = std::move(*all);
   // With drains in progress, what the proposal changes is the difference
   // between "active" and "active + proposed".
-  std::optional<sim::JobAssessment> before;
   if (!ctx.active.empty()) {
     auto b = sim::AssessJobs(*index, ctx.active, stop);
     if (!b) return tl::unexpected(b.error());
-    before = std::move(*b);
+    out.before = std::move(*b);
+  }
+  return out;
+}
+
+namespace {
+void Retotal(sim::JobAssessment& a) {
+  a.jobs_affected = a.jobs_disconnected = a.gpus_affected = 0;
+  for (const auto& j : a.jobs) {
+    a.jobs_affected += j.affected;
+    a.jobs_disconnected += !j.connected;
+    a.gpus_affected += j.affected ? j.gpus : 0;
+  }
+}
+}  // namespace
+
+Result<Advisor::JobLevel> Advisor::PatchMoved(const JobLevel& base, const Context& moved_ctx, const Drain& combined,
+                                              const std::vector<JobId>& moved, std::stop_token stop) const {
+  // Job-level measures of a job depend on its own hosts and the drain only,
+  // so moving jobs changes just their entries: route them on a snapshot of
+  // their own instead of re-indexing every job of the fabric.
+  JobLevel out = base;
+  const auto& snap = *moved_ctx.snapshot;
+  for (JobId j : moved) {
+    model::JobsSpec one;
+    one.jobs.push_back(ToSpec(*snap.jobs, *snap.topology).jobs[j.value]);
+    auto single = model::MakeSnapshot(snap.topology, snap.topology_version, one, snap.jobs_version);
+    sim::JobSimIndex index(single);
+    auto all = sim::AssessJobs(index, combined, stop);
+    if (!all) return tl::unexpected(all.error());
+    out.all.jobs[j.value] = all->jobs.front();
+    out.all.jobs[j.value].job = j;
+    if (out.before) {
+      auto b = sim::AssessJobs(index, moved_ctx.active, stop);
+      if (!b) return tl::unexpected(b.error());
+      out.before->jobs[j.value] = b->jobs.front();
+      out.before->jobs[j.value].job = j;
+    }
+  }
+  Retotal(out.all);
+  if (out.before) Retotal(*out.before);
+  return out;
+}
+
+Result<Scenario> Advisor::Simulate(const Context& ctx, const Drain& drain, bool flow,
+                                   const sim::FlowOptions& flow_options, const policies::Policy& policy,
+                                   std::stop_token stop, const JobLevel* job_level) const {
+  Scenario s;
+  s.drain = drain;
+  s.combined = ctx.active.Merge(drain);
+  std::optional<sim::JobAssessment> before;
+  if (job_level) {
+    s.job = job_level->all;
+    before = job_level->before;
+  } else {
+    auto jl = JobLevelOf(ctx, s.combined, stop);
+    if (!jl) return tl::unexpected(jl.error());
+    s.job = std::move(jl->all);
+    before = std::move(jl->before);
   }
   const auto& jobs = ctx.snapshot->jobs->jobs();
   std::vector<char> include(jobs.size(), 0);
@@ -366,8 +419,12 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
 
   Drain main_drain = request.drain;
   if (main_drain.empty() && !alternatives.empty()) main_drain = alternatives.front().second;
+  JobLevel main_job_level;
   {
-    auto s = Simulate(ctx, main_drain, request.flow, fopts, policy, stop);
+    auto jl = JobLevelOf(ctx, ctx.active.Merge(main_drain), stop);
+    if (!jl) return tl::unexpected(jl.error());
+    main_job_level = std::move(*jl);
+    auto s = Simulate(ctx, main_drain, request.flow, fopts, policy, stop, &main_job_level);
     if (!s) return tl::unexpected(s.error());
     out.scenario = std::move(*s);
   }
@@ -430,9 +487,11 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
     }
     Context moved_ctx = ctx;
     moved_ctx.snapshot = WithJobMoved(snap, j, target);
+    auto jl = PatchMoved(main_job_level, moved_ctx, out.scenario.combined, {j}, stop);
+    if (!jl) return tl::unexpected(jl.error());
     // A moved snapshot is used once: simulate it without touching the cache.
     Advisor scratch(options_);
-    auto s = scratch.Simulate(moved_ctx, main_drain, request.flow, fopts, policy, stop);
+    auto s = scratch.Simulate(moved_ctx, main_drain, request.flow, fopts, policy, stop, &*jl);
     if (!s) return tl::unexpected(s.error());
     auto after = ViolatorSet(s->verdict);
     Recommendation r;
@@ -530,10 +589,16 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
   if (!accepted.empty() && !stop.stop_requested()) {
     Context moved_ctx = ctx;
     auto snapshot = ctx.snapshot;
-    for (const auto& [j, hosts] : accepted) snapshot = WithJobMoved(*snapshot, j, hosts);
+    std::vector<JobId> moved;
+    for (const auto& [j, hosts] : accepted) {
+      snapshot = WithJobMoved(*snapshot, j, hosts);
+      moved.push_back(j);
+    }
     moved_ctx.snapshot = snapshot;
+    auto jl = PatchMoved(main_job_level, moved_ctx, out.scenario.combined, moved, stop);
+    if (!jl) return tl::unexpected(jl.error());
     Advisor scratch(options_);
-    auto s = scratch.Simulate(moved_ctx, main_drain, request.flow, fopts, policy, stop);
+    auto s = scratch.Simulate(moved_ctx, main_drain, request.flow, fopts, policy, stop, &*jl);
     if (!s) return tl::unexpected(s.error());
     auto p = Predict(*s);
     out.allow_after_predicted = p;

@@ -164,9 +164,19 @@ class Advisor {
                                                             std::stop_token stop) const;
 
  private:
+  // Job-level results with the combined drain, and with the active drains
+  // alone when there are some.
+  struct JobLevel {
+    sim::JobAssessment all;
+    std::optional<sim::JobAssessment> before;
+  };
+  Result<JobLevel> JobLevelOf(const Context& ctx, const model::Drain& combined, std::stop_token stop) const;
+  // `base` with the entries of the `moved` jobs recomputed on `moved_ctx`.
+  Result<JobLevel> PatchMoved(const JobLevel& base, const Context& moved_ctx, const model::Drain& combined,
+                              const std::vector<model::JobId>& moved, std::stop_token stop) const;
   Result<Scenario> Simulate(const Context& ctx, const model::Drain& drain, bool flow,
                             const sim::FlowOptions& flow_options, const policies::Policy& policy,
-                            std::stop_token stop) const;
+                            std::stop_token stop, const JobLevel* job_level = nullptr) const;
 
   AdvisorOptions options_;
   struct Cache;
