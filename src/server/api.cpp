@@ -8,6 +8,7 @@
 
 #include "codec/json_reader.h"
 #include "codec/native.h"
+#include "server/console.h"
 #include "server/problem.h"
 
 namespace drainwise::server {
@@ -155,6 +156,8 @@ const std::vector<Route>& Api::Routes() {
       {"GET", "/healthz", false, "Liveness"},
       {"GET", "/readyz", false, "Readiness: a snapshot is loaded and no source is stale"},
       {"GET", "/metrics", false, "Prometheus metrics"},
+      {"GET", "/", false, "The operator console (a web page over this API)"},
+      {"GET", "/ui/{file}", false, "The operator console's scripts and styles"},
       {"GET", "/v1/openapi.json", false, "The OpenAPI 3.1 description of this API (docs/openapi.yaml)"},
       {"GET", "/v1/topology", false, "The current topology document"},
       {"PUT", "/v1/topology", true, "Replace the topology (a new version)"},
@@ -266,6 +269,7 @@ ApiResponse Api::Dispatch(const ApiRequest& req, const std::string& path, const 
   const std::string key = route->method + " " + route->pattern;
   if (key == "GET /healthz") return Health();
   if (key == "GET /readyz") return Ready();
+  if (key == "GET /" || key == "GET /ui/{file}") return ConsoleResponse(path);
   if (key == "GET /metrics") {
     if (!hooks_.metrics) return ErrorResponse(Error{ErrorCode::kNotFound, "metrics are not enabled"}, path);
     ApiResponse r;
