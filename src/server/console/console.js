@@ -346,11 +346,12 @@
     svg.append(el);
   }
 
+  // The longest of: the name, the name without its pod prefix, its last
+  // part ("r0"), that fits in `width` pixels of 10px text.
   function shortLabel(id, pod, width) {
-    let name = id;
-    if (width >= 60) return name.length * 6 < width ? name : name.replace(/^p\d+-/, '').slice(0, Math.floor(width / 6));
-    const tail = id.split('-').pop();
-    return width >= 18 && tail.length <= 3 ? tail : '';
+    const fits = (t) => t.length * 6.2 + 4 <= width;
+    for (const t of [id, id.replace(/^p\d+-/, ''), id.split('-').pop()]) if (fits(t)) return t;
+    return '';
   }
 
   // Pod-less switches (superspines, cores) above everything, by level; a row
@@ -534,7 +535,7 @@
       if (jobHosts) lines.push([`${jobHosts} hosts of ${S.highlight.id}`, '']);
       lines.forEach(([text, cls], i) => g.append(s('text', {x: box.x, y: box.y - PH / 2 + 20 + i * 16, 'text-anchor': 'middle', class: cls, text})));
       addTooltip(g, `${p.pod}: click to see its spines and leaves`);
-      g.addEventListener('click', () => { S.zoomPod = p.pod; renderFabric(); });
+      g.addEventListener('click', () => { S.zoomPod = p.pod; $('#tooltip').hidden = true; renderFabric(); });
       svg.append(g);
     }
     host.append(svg);
@@ -830,7 +831,7 @@
         : h('div', {class: 'muted', text: 'No job uses what this drain takes down.'}));
 
     const hot = a.links || [];
-    const linksCard = h('div', {class: 'card full', id: 'hot-links'}, h('h2', {text: `Hot links after the drain (${hot.length})`}),
+    const linksCard = h('div', {class: 'card full', id: 'hot-links'}, h('h2', {text: `Busiest links after the drain (${hot.length})`}),
       hot.length ? h('table', {},
         h('thead', {}, h('tr', {}, h('th', {text: 'link'}), h('th', {text: 'before'}), h('th', {text: 'after'}), h('th', {class: 'num', text: 'load after'}), h('th', {text: 'jobs'}))),
         h('tbody', {}, hot.slice(0, 20).map((l) => h('tr', {},
