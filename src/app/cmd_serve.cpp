@@ -11,6 +11,8 @@
 
 #include "app/commands.h"
 #include "app/engine_impl.h"
+#include "app/live_telemetry.h"
+#include "connectors/source.h"
 #include "app/sd_notify.h"
 #include "codec/json_reader.h"
 #include "codec/native.h"
@@ -157,8 +159,117 @@ int RunServe(const ServeArgs& args) {
   }
   server::Metrics metrics;
   DeclareMetrics(metrics);
+  // Connectors: each source polls on its own thread; a refresh that
+  // changes documents publishes a new snapshot (stored first), telemetry
+  // feeds the flow model's background load and the degraded-link views.
+  auto connectors_config = connectors::ParseConnectorsConfig(
+      nlohmann::json{{"sources", cfg.sources}, {"profiles", cfg.profiles}});
+  if (!connectors_config) {
+    log->error("config: {}", connectors_config.error().message);
+    return 1;
+  }
+  connectors::DegradedThresholds thresholds;
+  thresholds.max_errors_per_s = cfg.telemetry.value("max_errors_per_s", thresholds.max_errors_per_s);
+  thresholds.max_discards_per_s = cfg.telemetry.value("max_discards_per_s", thresholds.max_discards_per_s);
+  thresholds.max_utilization = cfg.telemetry.value("max_utilization", thresholds.max_utilization);
+  LiveTelemetry telemetry(thresholds);
+  auto connectors_log = Logger("connectors");
+  auto refresh_link_state = [&] {
+    auto snap = state.snapshot();
+    if (!snap) return;
+    engine->SetLinkState(snap->topology_version, telemetry.BackgroundBps(*snap->topology),
+                         telemetry.Degraded(*snap->topology));
+  };
+  std::unique_ptr<connectors::SourceManager> sources;
+  if (!connectors_config->sources.empty()) {
+    connectors::SourceManagerOptions so;
+    so.profiles = connectors_config->profiles;
+    sources = std::make_unique<connectors::SourceManager>(
+        connectors_config->sources, std::move(so), [&](const connectors::Update& u) {
+          if ((u.topology_changed || u.jobs_changed) && (u.topology || state.snapshot())) {
+            auto start = std::chrono::steady_clock::now();
+            auto put = state.PutSpecs(u.topology.get(), u.jobs.get(), "source:" + u.source);
+            double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+            if (!put) {
+              connectors_log->error("source {}: not applied: {}", u.source, put.error().message);
+            } else if (put->created) {
+              auto snap = state.snapshot();
+              connectors_log->info("source {}: topology v{}, jobs v{} published ({} jobs, {} dropped) in {:.0f} ms",
+                                   u.source, snap->topology_version, snap->jobs_version, snap->jobs->size(),
+                                   put->dropped_jobs.size(), ms);
+              for (const auto& d : put->dropped_jobs) connectors_log->warn("job left out: {}", d);
+            }
+          }
+          if (u.telemetry_changed) telemetry.Set(u.telemetry);
+          refresh_link_state();
+        });
+    log->info("{} data source(s) configured", connectors_config->sources.size());
+  }
+
   server::ApiHooks hooks;
   hooks.metrics = [&metrics] { return metrics.Render(); };
+  if (sources) {
+    hooks.sources = [&sources] {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& s : sources->Statuses()) list.push_back(connectors::SourceStatusToJson(s));
+      return nlohmann::json{{"sources", list}};
+    };
+    hooks.sources_ready = [&sources](std::string* why) {
+      std::string stale;
+      for (const auto& s : sources->Statuses()) {
+        if (s.stale) stale += (stale.empty() ? "" : ", ") + s.name + (s.last_error.empty() ? "" : " (" + s.last_error + ")");
+      }
+      if (stale.empty()) return true;
+      *why = "stale sources: " + stale;
+      return false;
+    };
+    metrics.OnScrape([&sources](server::Metrics& m) {
+      for (const auto& s : sources->Statuses()) {
+        m.Set("drainwise_source_stale", {{"source", s.name}}, s.stale ? 1 : 0);
+        m.Set("drainwise_source_failures_total", {{"source", s.name}}, static_cast<double>(s.failures));
+        m.Set("drainwise_source_versions", {{"source", s.name}}, static_cast<double>(s.versions));
+        if (s.last_success) m.Set("drainwise_source_last_success_timestamp_seconds", {{"source", s.name}},
+                                  static_cast<double>(*s.last_success));
+      }
+    });
+  }
+  hooks.links = [&](const server::ApiRequest& req) -> Result<nlohmann::json> {
+    auto snap = state.snapshot();
+    if (!snap) return MakeError(ErrorCode::kUnavailable, "no snapshot loaded yet");
+    bool degraded = req.target.find("degraded=true") != std::string::npos ||
+                    req.target.find("degraded=1") != std::string::npos;
+    auto out = telemetry.LinksJson(*snap->topology, degraded);
+    if (degraded) {
+      // What draining each degraded link would do, job level: the advisor's
+      // proposal to take a degrading link out before it hurts more.
+      server::EngineContext ctx;
+      ctx.snapshot = snap;
+      ctx.active = state.ActiveDrainUnion(*snap->topology);
+      ctx.now = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch()).count();
+      ctx.stop = req.stop;
+      int n = 0;
+      for (auto& l : out["links"]) {
+        if (n++ >= 32) break;
+        nlohmann::json request = {{"drain", {{"links", {{{"a", l["a"]}, {"b", l["b"]}, {"a_port", l["a_port"]}}}}}},
+                                  {"modes", {"job"}},
+                                  {"recommend", false}};
+        auto a = engine->Assess(ctx, request);
+        if (a) {
+          l["drain_impact"] = {{"verdict", a->verdict},
+                               {"jobs_affected", a->body["summary"]["jobs_affected"]},
+                               {"jobs_disconnected", a->body["summary"]["jobs_disconnected"]},
+                               {"request", request}};
+        }
+      }
+    }
+    return out;
+  };
+  hooks.job_paths = [&](const std::string& id) -> Result<nlohmann::json> {
+    auto snap = state.snapshot();
+    if (!snap) return MakeError(ErrorCode::kUnavailable, "no snapshot loaded yet");
+    return telemetry.JobPaths(*snap, id);
+  };
   hooks.on_result = [&metrics](const std::string& kind, const std::string& verdict, double seconds) {
     metrics.Add(kind == "plan" ? "drainwise_plans_total" : "drainwise_assessments_total",
                 {{"verdict", verdict.empty() ? "none" : verdict}});
@@ -227,7 +338,9 @@ int RunServe(const ServeArgs& args) {
     http.Stop();
   });
   std::thread signal_thread([&] { signals_ctx.run(); });
+  if (sources) sources->Start();
   http.Wait();
+  if (sources) sources->Stop();
   signals_ctx.stop();
   signal_thread.join();
   log->info("stopped");

@@ -123,7 +123,7 @@ Result<advisor::Request> ParseAssessRequest(const json& body, const model::Topol
 
 namespace {
 
-class AdvisorEngine : public server::Engine {
+class AdvisorEngine : public DaemonEngine {
  public:
   AdvisorEngine(advisor::AdvisorOptions options, policies::Policy policy, std::shared_ptr<spdlog::logger> log)
       : options_(options), advisor_(std::make_shared<const advisor::Advisor>(std::move(options))),
@@ -136,12 +136,16 @@ class AdvisorEngine : public server::Engine {
     auto req = ParseAssessRequest(body, *ctx.snapshot->topology);
     if (!req) return tl::unexpected(req.error());
     auto policy = Policy();
-    auto a = Advisor()->Assess(Context(ctx), *req, *policy, ctx.stop);
+    auto a = Advisor(ctx.snapshot.get())->Assess(Context(ctx), *req, *policy, ctx.stop);
     if (!a) return tl::unexpected(a.error());
     report::AssessmentJsonOptions jo;
     jo.flow = req->flow;
     json out = report::AssessmentToJson(*a, *ctx.snapshot, jo);
-    if (out.contains("model")) out["model"]["calibration"] = CalibrationJson();
+    if (out.contains("model")) {
+      out["model"]["calibration"] = CalibrationJson();
+      out["model"]["background_from_telemetry"] = Advisor(ctx.snapshot.get()) != Advisor();
+    }
+    FlagDegradedLinks(*ctx.snapshot, *a, out);
     std::string verdict = out["verdict"];
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     out["timings_ms"]["total"] = std::round(ms * 100) / 100;
@@ -332,9 +336,18 @@ class AdvisorEngine : public server::Engine {
     }
     std::lock_guard lock(mu_);
     options_ = next;
-    advisor_ = std::make_shared<const advisor::Advisor>(next);
     calibration_ = info;
+    RebuildAdvisorsLocked();
     return {};
+  }
+
+  void SetLinkState(int64_t topology_version, std::vector<double> background_bps,
+                    std::vector<std::pair<model::LinkId, std::vector<std::string>>> degraded) override {
+    std::lock_guard lock(mu_);
+    link_state_version_ = topology_version;
+    background_ = std::move(background_bps);
+    degraded_ = std::move(degraded);
+    RebuildAdvisorsLocked();
   }
 
   std::string RenderText(std::string_view kind, const json& body) const override {
@@ -349,9 +362,53 @@ class AdvisorEngine : public server::Engine {
     return policy_;
   }
   // The advisor of the calibration in force; replaced whole when it changes.
-  std::shared_ptr<const advisor::Advisor> Advisor() const {
+  // With telemetry for the snapshot's topology, the one that subtracts the
+  // measured background load.
+  std::shared_ptr<const advisor::Advisor> Advisor(const model::Snapshot* snapshot = nullptr) const {
     std::lock_guard lock(mu_);
+    if (snapshot && advisor_bg_ && snapshot->topology_version == link_state_version_) return advisor_bg_;
     return advisor_;
+  }
+  // A drain that pushes more traffic onto a link the telemetry calls
+  // degraded is flagged, with the link's reasons and loads.
+  void FlagDegradedLinks(const model::Snapshot& snap, const advisor::Assessment& a, json& out) const {
+    std::vector<std::pair<model::LinkId, std::vector<std::string>>> degraded;
+    {
+      std::lock_guard lock(mu_);
+      if (snap.topology_version != link_state_version_) return;
+      degraded = degraded_;
+    }
+    if (degraded.empty() || !a.scenario.flow) return;
+    const auto& f = *a.scenario.flow;
+    json flagged = json::array();
+    for (const auto& [link, reasons] : degraded) {
+      for (uint32_t dir = 0; dir < 2; ++dir) {
+        uint32_t d = 2 * link.value + dir;
+        if (d >= f.drained_load_bps.size()) continue;
+        double before = f.baseline_load_bps[d], after = f.drained_load_bps[d];
+        if (after > before * 1.01 + 1e6) {
+          const auto& L = snap.topology->link(link);
+          flagged.push_back({{"link", fmt::format("{} -> {}", snap.topology->node(dir ? L.b : L.a).name,
+                                                  snap.topology->node(dir ? L.a : L.b).name)},
+                             {"reasons", reasons},
+                             {"load_gbps_before", before / 1e9},
+                             {"load_gbps_after", after / 1e9}});
+        }
+      }
+    }
+    if (flagged.empty()) return;
+    out["degraded_links_loaded"] = flagged;
+    out["notes"].push_back(fmt::format("the drain pushes more traffic onto {} degraded link direction(s)", flagged.size()));
+  }
+
+  void RebuildAdvisorsLocked() {
+    advisor_ = std::make_shared<const advisor::Advisor>(options_);
+    advisor_bg_.reset();
+    if (!background_.empty()) {
+      auto with_bg = options_;
+      with_bg.flow.background_bps = background_;
+      advisor_bg_ = std::make_shared<const advisor::Advisor>(with_bg);
+    }
   }
   static advisor::Context Context(const server::EngineContext& ctx) {
     return advisor::Context{ctx.snapshot, ctx.active, ctx.now};
@@ -360,6 +417,10 @@ class AdvisorEngine : public server::Engine {
   mutable std::mutex mu_;
   advisor::AdvisorOptions options_;
   std::shared_ptr<const advisor::Advisor> advisor_;
+  std::shared_ptr<const advisor::Advisor> advisor_bg_;  // with background_ subtracted
+  int64_t link_state_version_ = -1;
+  std::vector<double> background_;
+  std::vector<std::pair<model::LinkId, std::vector<std::string>>> degraded_;
   json calibration_;
   std::shared_ptr<const policies::Policy> policy_;
   std::shared_ptr<spdlog::logger> log_;
@@ -367,8 +428,8 @@ class AdvisorEngine : public server::Engine {
 
 }  // namespace
 
-std::unique_ptr<server::Engine> MakeEngine(advisor::AdvisorOptions options, policies::Policy policy,
-                                           std::shared_ptr<spdlog::logger> log) {
+std::unique_ptr<DaemonEngine> MakeEngine(advisor::AdvisorOptions options, policies::Policy policy,
+                                         std::shared_ptr<spdlog::logger> log) {
   return std::make_unique<AdvisorEngine>(std::move(options), std::move(policy), std::move(log));
 }
 

@@ -23,7 +23,18 @@ Result<advisor::AdvisorOptions> ParseAdvisorOptions(const nlohmann::json& adviso
 // modes, routing, recommend. Errors name the field.
 Result<advisor::Request> ParseAssessRequest(const nlohmann::json& request, const model::Topology& topology);
 
-std::unique_ptr<server::Engine> MakeEngine(advisor::AdvisorOptions options, policies::Policy policy,
-                                           std::shared_ptr<spdlog::logger> log);
+// The engine with the daemon's live inputs on top of server::Engine.
+class DaemonEngine : public server::Engine {
+ public:
+  // Link telemetry for topology `topology_version`: background load per
+  // directed link for the flow-level pass (empty = none), and the degraded
+  // links an assessment flags when the drain pushes traffic onto them. Used
+  // only while the snapshot's topology version matches.
+  virtual void SetLinkState(int64_t topology_version, std::vector<double> background_bps,
+                            std::vector<std::pair<model::LinkId, std::vector<std::string>>> degraded) = 0;
+};
+
+std::unique_ptr<DaemonEngine> MakeEngine(advisor::AdvisorOptions options, policies::Policy policy,
+                                         std::shared_ptr<spdlog::logger> log);
 
 }  // namespace drainwise::app

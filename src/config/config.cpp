@@ -24,8 +24,8 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
   try {
     Config c;
     ObjectReader r(doc, "");
-    r.RejectUnknown({"listen", "db", "policy_file", "log_level", "server", "sources", "simulation",
-                     "advisor", "$schema", "comment"});
+    r.RejectUnknown({"listen", "db", "policy_file", "log_level", "server", "sources", "profiles", "telemetry",
+                     "simulation", "advisor", "$schema", "comment"});
     auto& s = c.server;
     s.listen = r.StringOr("listen", s.listen);
     c.db_path = r.StringOr("db", c.db_path);
@@ -59,6 +59,18 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
     if (r.Has("sources")) {
       if (!r.Raw("sources").is_array()) throw FieldError("sources", "expected an array");
       c.sources = r.Raw("sources");
+    }
+    if (r.Has("profiles")) {
+      if (!r.Raw("profiles").is_object()) throw FieldError("profiles", "expected an object");
+      c.profiles = r.Raw("profiles");
+    }
+    if (r.Has("telemetry")) {
+      ObjectReader tr(r.Raw("telemetry"), "telemetry");
+      tr.RejectUnknown({"max_errors_per_s", "max_discards_per_s", "max_utilization"});
+      for (auto key : {"max_errors_per_s", "max_discards_per_s", "max_utilization"}) {
+        if (tr.Has(key) && tr.Number(key) < 0) throw FieldError(tr.Child(key), "must be >= 0");
+      }
+      c.telemetry = r.Raw("telemetry");
     }
     if (r.Has("simulation")) {
       if (!r.Raw("simulation").is_object()) throw FieldError("simulation", "expected an object");
@@ -99,6 +111,8 @@ nlohmann::json ConfigToJson(const Config& c) {
             {"tls_cert", s.tls_cert},
             {"tls_key", s.tls_key}}},
           {"sources", c.sources},
+          {"profiles", c.profiles},
+          {"telemetry", c.telemetry},
           {"simulation", c.simulation},
           {"advisor", c.advisor}};
 }

@@ -33,6 +33,8 @@ struct Config {
   std::string policy_file;               // empty = the built-in default policy
   std::string log_level = "info";        // trace, debug, info, warn, error
   nlohmann::json sources = nlohmann::json::array();   // connectors' section
+  nlohmann::json profiles = nlohmann::json::object();  // workload profile rules for jobs without one
+  nlohmann::json telemetry = nlohmann::json::object(); // degraded-link thresholds
   nlohmann::json simulation = nlohmann::json::object();  // flow-level defaults
   nlohmann::json advisor = nlohmann::json::object();     // advisor defaults
 };

@@ -162,6 +162,28 @@ Result<PutOutcome> State::PutBoth(const nlohmann::json& topology_doc, const nloh
   return out;
 }
 
+Result<PutOutcome> State::PutSpecs(const model::TopologySpec* topology, const model::JobsSpec* jobs,
+                                   const std::string& source) {
+  nlohmann::json tdoc, jdoc;
+  {
+    auto current = snapshot();
+    if (topology) {
+      tdoc = codec::TopologySpecToJson(*topology);
+    } else if (current) {
+      tdoc = codec::TopologyToJson(*current->topology);
+    } else {
+      return MakeError(ErrorCode::kUnavailable, "no topology yet: waiting for a topology source");
+    }
+    if (jobs) {
+      jdoc = codec::JobsSpecToJson(*jobs);
+    } else {
+      std::lock_guard lock(mu_);
+      jdoc = codec::JobsSpecToJson(jobs_spec_);
+    }
+  }
+  return PutBoth(tdoc, jdoc, source);
+}
+
 Status State::ReloadDrains() {
   auto records = store_->ListDrains(true);
   if (!records) return tl::unexpected(records.error());

@@ -52,6 +52,12 @@ class State {
   Result<PutOutcome> PutBoth(const nlohmann::json& topology, const nlohmann::json& jobs,
                              const std::string& source);
 
+  // From connectors: either document may be absent (keep the current one).
+  // Lenient like PutBoth: jobs on hosts the topology lacks are dropped and
+  // listed, never the whole document.
+  Result<PutOutcome> PutSpecs(const model::TopologySpec* topology, const model::JobsSpec* jobs,
+                              const std::string& source);
+
   model::SnapshotPtr snapshot() const;
   int64_t published_at() const;  // unix seconds of the last publication
 
