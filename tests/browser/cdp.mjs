@@ -207,14 +207,21 @@ export class Page {
     }
   }
 
-  async screenshot(file, {fullPage = false} = {}) {
+  // fullPage: the whole document; below: only down to the bottom of that
+  // element (no empty viewport under a short page).
+  async screenshot(file, {fullPage = false, below = null} = {}) {
     const params = {format: 'png'};
-    if (fullPage) {
+    await this.eval('window.scrollTo(0, 0)');
+    if (below) {
+      const r = await this.eval(`(() => { const r = document.querySelector(${JSON.stringify(below)}).getBoundingClientRect();
+        return {w: document.documentElement.clientWidth, h: Math.ceil(r.bottom + 16)}; })()`);
+      params.clip = {x: 0, y: 0, width: r.w, height: r.h, scale: 1};
+      params.captureBeyondViewport = true;
+    } else if (fullPage) {
       const {cssContentSize} = await this.send('Page.getLayoutMetrics');
       params.clip = {x: 0, y: 0, width: cssContentSize.width, height: cssContentSize.height, scale: 1};
       params.captureBeyondViewport = true;
     }
-    await this.eval('window.scrollTo(0, 0)');
     const {data} = await this.send('Page.captureScreenshot', params, 30000);
     fs.writeFileSync(file, Buffer.from(data, 'base64'));
   }

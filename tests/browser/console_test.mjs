@@ -88,7 +88,7 @@ async function main() {
   if (shots) {
     await page.eval('document.querySelector("#job-select").value = "job-0014"; document.querySelector("#job-select").dispatchEvent(new Event("change"))');
     await page.waitFor('document.querySelectorAll("#fabric svg g.sw rect[stroke=\'var(--job)\']").length > 0', 'the job highlight');
-    await page.screenshot(path.join(shots, 'console-fabric.png'));
+    await page.screenshot(path.join(shots, 'console-fabric.png'), {below: '#view-fabric'});
     await page.eval('document.querySelector("#job-select").value = ""; document.querySelector("#job-select").dispatchEvent(new Event("change"))');
   }
 
@@ -148,7 +148,7 @@ async function main() {
   await page.waitFor('document.querySelectorAll("#candidate-table tbody tr").length', 'the candidates');
   const cands = await page.eval('[...document.querySelectorAll("#candidate-table tbody tr")].map((r) => r.dataset.switch)');
   check(cands.length === 8 && cands.every((c) => /^p[01]-spine\d$/.test(c)), `the candidates view lists the 8 spines (${cands.length})`, JSON.stringify(cands));
-  if (shots) await page.screenshot(path.join(shots, 'console-candidates.png'));
+  if (shots) await page.screenshot(path.join(shots, 'console-candidates.png'), {below: '#view-candidates'});
 
   // 7. A maintenance plan of pod0's spines and two leaves, in batches.
   await page.goto(base + '/#/plan');
@@ -161,7 +161,7 @@ async function main() {
   const batches = await page.waitFor('document.querySelectorAll("#plan .batch").length', 'the plan');
   const planned = await page.eval('[...document.querySelectorAll("#plan .batch .chip")].map((c) => c.textContent).sort()');
   check(batches >= 2 && planned.length === 5, `the plan puts the 5 switches in ${batches} batches`, JSON.stringify(planned));
-  if (shots) await page.screenshot(path.join(shots, 'console-plan.png'));
+  if (shots) await page.screenshot(path.join(shots, 'console-plan.png'), {below: '#view-plan'});
 
   const errors = unexpectedErrors(page);
   check(errors.length === 0, 'no console error, exception or CSP violation', errors.join('\n  '));

@@ -164,6 +164,10 @@
       leaf.group.gpus += hn.gpus || 0;
     }
     for (const g of groups.values()) {
+      // "p0-leaf3-r0" … "p0-leaf3-r3" -> "leaf3": the leaves' common prefix.
+      let prefix = g.leaves[0].id;
+      for (const l of g.leaves) while (!l.id.startsWith(prefix)) prefix = prefix.slice(0, -1);
+      g.label = g.leaves.length > 1 ? prefix.replace(/[-_.][^-_.]*$/, '').replace(/^p\d+-/, '') : '';
       g.hosts.sort(natural);
       g.leaves.sort((x, y) => natural(x.plane || '', y.plane || '') || natural(x.id, y.id));
     }
@@ -337,7 +341,8 @@
     el.append(s('rect', {x: box.x - box.w / 2, y: box.y - box.h / 2, width: box.w, height: box.h, rx: 4,
       fill: nCut ? 'var(--deny-bg)' : '#e2e8f0', stroke: jobHosts ? 'var(--job)' : nCut ? 'var(--deny)' : '#94a3b8',
       'stroke-width': jobHosts || nCut ? 2.5 : 1}));
-    const text = box.w > 70 ? `${g.hosts.length} hosts` : `${g.hosts.length}h`;
+    let text = box.w > 70 ? `${g.hosts.length} hosts` : `${g.hosts.length}h`;
+    if (g.label && (g.label.length + text.length + 3) * 6 < box.w) text = `${g.label} · ${text}`;
     el.append(s('text', {x: box.x, y: box.y + 3.5, 'text-anchor': 'middle', text}));
     addTooltip(el, `${plural(g.hosts.length, 'host')} (${fmtNum(g.gpus)} GPUs) under ${g.leaves.map((n) => n.id).join(', ')}` +
       (g.hosts.length ? `\n${g.hosts[0]} … ${g.hosts[g.hosts.length - 1]}` : '') +
@@ -781,7 +786,7 @@
     const reasonsCard = h('div', {class: 'card'}, h('h2', {text: 'Why'}),
       reasons.length ? h('ul', {class: 'reasons'}, reasons.map((r) => h('li', {}, badge(r.action), h('span', {text: r.message}), h('span', {class: 'rule', text: r.rule}))))
         : h('div', {class: 'muted', text: 'No policy rule objects to this drain.'}),
-      (a.unchecked || []).length ? h('div', {class: 'hint muted', text: 'Not checked: ' + a.unchecked.map((u) => u.message).join('; ')}) : null,
+      (a.unchecked || []).length ? h('div', {class: 'hint muted', text: 'Not checked: ' + [...new Set(a.unchecked.map((u) => u.message))].join('; ')}) : null,
       (a.notes || []).length ? h('div', {class: 'hint muted', text: 'Notes: ' + a.notes.join('; ')}) : null);
 
     // What would make it safe: allow_after is a set of recommendations.
