@@ -979,7 +979,9 @@
     try {
       const d = await api.call('GET', '/v1/drains');
       S.drains = d.drains || [];
-    } catch (err) { S.drains = []; }
+    } catch (err) {
+      return;  // keep showing the last known drains; the error bar reports API failures elsewhere
+    }
     S.activeSwitches = new Set(S.drains.flatMap((d) => d.drain?.switches || []));
     S.activeLinks = new Set(S.drains.flatMap((d) => (d.drain?.links || []).map((l) => linkKey(l.a, l.b))));
     const box = $('#drains');
@@ -1103,6 +1105,13 @@
     renderFabric();
     route();
     document.body.dataset.ready = 'true';  // for the browser test and screenshots
+    // Drains start and end while the page is open: keep the picture current.
+    setInterval(async () => {
+      if (document.hidden) return;
+      const before = [...S.activeSwitches, ...S.activeLinks].join();
+      await loadDrains();
+      if ([...S.activeSwitches, ...S.activeLinks].join() !== before) renderFabric();
+    }, 30000);
   }
 
   start();
