@@ -16,6 +16,7 @@ packages=(
   doctest-dev                        # unit and end-to-end tests
   libbenchmark-dev                   # bench/ (run on demand)
   curl python3 openssl               # end-to-end tests (TLS certificates) and the quick start
+  clang libclang-rt-14-dev           # libFuzzer targets (tests/fuzz/run.sh)
 )
 
 missing=()
