@@ -363,7 +363,8 @@
   // too long for boxes is drawn per plane.
   function coreRows(width, y0) {
     const T = S.topo;
-    const core = T.switches.filter((n) => !n.pod);
+    // Without pods everything is drawn as one block below, nothing as core.
+    const core = T.pods.length ? T.switches.filter((n) => !n.pod) : [];
     const levels = [...new Set(core.map((n) => n.lvl))].sort((a, b) => b - a);
     const rows = [];
     let y = y0;
@@ -436,7 +437,8 @@
         y += 80;
       }
       // Leaves by host group, then a box of hosts under each group.
-      let gx = x;
+      const leavesW = p.leafCount * LEAF + Math.max(0, p.groups.length - 1) * GROUP_GAP;
+      let gx = x + (p.w - leavesW) / 2;  // centred under the spines of a small pod
       const leafY = y;
       const hostY = y + 56;
       for (const g of p.groups) {
@@ -456,6 +458,7 @@
     const height = maxY + 10;
     const svg = s('svg', {viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'fabric'});
     if (width > 1400) svg.style.minWidth = Math.round(width * 0.8) + 'px';
+    svg.style.maxWidth = Math.round(width * 1.2) + 'px';  // a small fabric is not blown up
     // Row labels on the left, pod names above their block.
     for (const row of core.rows) svg.append(s('text', {x: 4, y: row.y + 4, class: 'tier', text: row.tier}));
     const labelled = new Set();
