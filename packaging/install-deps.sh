@@ -17,6 +17,7 @@ packages=(
   libbenchmark-dev                   # bench/ (run on demand)
   curl python3 openssl               # end-to-end tests (TLS certificates) and the quick start
   clang libclang-rt-14-dev           # libFuzzer targets (tests/fuzz/run.sh)
+  chromium nodejs                    # the operator console's browser test (tests/browser)
 )
 
 missing=()
