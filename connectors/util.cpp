@@ -50,6 +50,8 @@ Result<std::vector<json>> ParseConcatenatedJson(std::string_view text) {
     } catch (const json::parse_error& e) {
       return InvalidArgument(fmt::format("malformed JSON value {} at byte {}: {}", out.size(),
                                          start + (e.byte > 0 ? e.byte - 1 : 0), e.what()));
+    } catch (const json::exception& e) {  // a number out of range (out_of_range.406), found by fuzzing
+      return InvalidArgument(fmt::format("malformed JSON value {} at byte {}: {}", out.size(), start, e.what()));
     }
     skip_ws();
   }

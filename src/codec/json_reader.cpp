@@ -153,6 +153,12 @@ Result<json> ParseJsonText(std::string_view text) {
       what.remove_prefix(pos + 2);
     }
     return InvalidArgument(fmt::format("malformed JSON at byte {}: {}", e.byte, what));
+  } catch (const json::exception& e) {
+    // Not a syntax error but still the input's fault: a number out of range
+    // ("1e99999", found by fuzzing) throws out_of_range.406.
+    std::string_view what = e.what();
+    if (auto pos = what.find("] "); pos != std::string_view::npos) what.remove_prefix(pos + 2);
+    return InvalidArgument(fmt::format("malformed JSON: {}", what));
   }
 }
 

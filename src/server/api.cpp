@@ -102,7 +102,9 @@ std::string ApiRequest::Header(const std::string& name) const {
 ApiResponse JsonResponse(int status, const json& body) {
   ApiResponse r;
   r.status = status;
-  r.body = body.dump(2);
+  // `replace`: a string from the request (a path, an id) may be invalid
+  // UTF-8; throwing here would escape to the I/O thread and end the daemon.
+  r.body = body.dump(2, ' ', false, json::error_handler_t::replace);
   r.body.push_back('\n');
   return r;
 }
@@ -111,7 +113,7 @@ ApiResponse ErrorResponse(const Error& error, std::string_view instance) {
   ApiResponse r;
   r.status = HttpStatusFor(error.code);
   r.content_type = std::string(kProblemContentType);
-  r.body = ProblemJson(error, instance).dump(2) + "\n";
+  r.body = ProblemJson(error, instance).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   if (error.code == ErrorCode::kUnavailable) r.headers.emplace_back("Retry-After", "1");
   return r;
 }
