@@ -34,11 +34,19 @@
   const plural = (n, word, words) => `${fmtNum(n)} ${n === 1 ? word : (words || word + 's')}`;
   const natural = new Intl.Collator('en', {numeric: true}).compare;
   const linkKey = (a, b) => (natural(a, b) <= 0 ? a + '|' + b : b + '|' + a);
-  // "a -> b" (the API's directed link names) to an undirected key.
+  // "a -> b" or "a:port -> b:port" (the API's directed link names) to an
+  // undirected key of node names.
   function parseLinkName(name) {
     const parts = String(name).split(' -> ');
-    return parts.length === 2 ? linkKey(parts[0], parts[1]) : null;
+    if (parts.length !== 2) return null;
+    const node = (end) => {
+      if (!S.topo || S.topo.nodes.has(end)) return end;
+      const colon = end.lastIndexOf(':');
+      return colon > 0 && S.topo.nodes.has(end.slice(0, colon)) ? end.slice(0, colon) : end;
+    };
+    return linkKey(node(parts[0]), node(parts[1]));
   }
+  const keyOfLink = (l) => (l.a && l.b ? linkKey(l.a, l.b) : l.link ? parseLinkName(l.link) : null);
   const verdictClass = (v) => (v === 'allow' || v === 'warn' || v === 'deny' ? v : 'warn');
   const badge = (v) => h('span', {class: 'badge ' + verdictClass(v), text: v || '?'});
 
@@ -579,7 +587,7 @@
     }
     if (paths) {
       for (const l of paths.links || []) {
-        const key = l.link ? parseLinkName(l.link) : l.a && l.b ? linkKey(l.a, l.b) : null;
+        const key = keyOfLink(l);
         if (!key) continue;
         hl.links.add(key);
         for (const end of key.split('|')) if (T.nodes.get(end)?.kind === 'switch') hl.switches.add(end);
@@ -998,13 +1006,14 @@
 
   async function loadTelemetry() {
     try {
-      const t = await api.call('GET', '/v1/links?degraded=false');
+      const t = await api.call('GET', '/v1/links');
       S.telemetry = new Map();
       for (const l of t.links || []) {
-        const key = l.link ? parseLinkName(l.link) : l.a && l.b ? linkKey(l.a, l.b) : null;
+        const key = keyOfLink(l);
         if (!key) continue;
         const util = l.utilisation ?? l.utilization ?? null;
         const degraded = l.degraded === true || l.healthy === false || l.oper_up === false;
+        if (l.has_rates === false && !degraded) continue;  // seen once: no rate yet
         S.telemetry.set(key, {util, degraded});
       }
     } catch (err) {
