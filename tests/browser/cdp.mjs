@@ -129,6 +129,27 @@ export class Page {
 
   send(method, params, timeoutMs) { return this.b.send(method, params, this.sessionId, timeoutMs); }
 
+  // Answers requests whose URL matches `pattern` (a RegExp) with `reply(url)`
+  // ({status, body}) instead of the server: a stand-in for a feature the
+  // daemon under test does not have configured.
+  async intercept(pattern, reply) {
+    this.b.on((msg) => {
+      if (msg.sessionId !== this.sessionId || msg.method !== 'Fetch.requestPaused') return;
+      const {requestId, request} = msg.params;
+      if (!pattern.test(request.url)) {
+        this.send('Fetch.continueRequest', {requestId}).catch(() => {});
+        return;
+      }
+      const r = reply(request.url);
+      this.send('Fetch.fulfillRequest', {
+        requestId, responseCode: r.status || 200,
+        responseHeaders: [{name: 'Content-Type', value: 'application/json'}],
+        body: Buffer.from(JSON.stringify(r.body)).toString('base64'),
+      }).catch(() => {});
+    });
+    await this.send('Fetch.enable', {patterns: [{urlPattern: '*/v1/*'}]});
+  }
+
   async init() {
     await Promise.all([this.send('Page.enable'), this.send('Runtime.enable'), this.send('Log.enable')]);
   }

@@ -163,10 +163,31 @@ async function main() {
   check(batches >= 2 && planned.length === 5, `the plan puts the 5 switches in ${batches} batches`, JSON.stringify(planned));
   if (shots) await page.screenshot(path.join(shots, 'console-plan.png'), {below: '#view-plan'});
 
+  // 8. With link telemetry and path inspection (stood in for: the demo has no
+  //    telemetry source): degraded links are drawn as such, and a job is
+  //    highlighted along the links its paths report.
+  const tpage = await browser.newPage();
+  await tpage.setViewport(1440, 1000);
+  await tpage.intercept(/\/v1\/links|\/v1\/jobs\/[^/]+\/paths/, (url) => (url.includes('/v1/links')
+    ? {body: {links: [{link: 'p0-leaf0-r0:up0 -> p0-spine0:down0', a: 'p0-leaf0-r0', b: 'p0-spine0', has_rates: true, utilisation: 0.97, degraded: true, reasons: ['discards']},
+      {link: 'p1-leaf0-r0:up1 -> p1-spine1:down0', a: 'p1-leaf0-r0', b: 'p1-spine1', has_rates: true, utilisation: 0.75, degraded: false}]}}
+    : {body: {job: 'job-0001', links: [{link: 'p1-leaf1-r2:up3 -> p1-spine3:down5', share: 0.5}], degraded_links: 0, telemetry: true}}));
+  await tpage.goto(base + '/');
+  await tpage.waitFor('document.body.dataset.ready === "true"', 'the console to load');
+  const strokes = await tpage.eval('[...document.querySelectorAll("#fabric svg line")].map((l) => l.getAttribute("stroke"))');
+  check(strokes.filter((x) => x === '#7c3aed').length === 1, 'a degraded link from GET /v1/links is drawn as degraded');
+  check(strokes.filter((x) => x === 'var(--warn)').length === 1, 'link utilisation from GET /v1/links colours the link');
+  await tpage.eval('document.querySelector("#job-select").value = "job-0001"; document.querySelector("#job-select").dispatchEvent(new Event("change"))');
+  await tpage.waitFor('/paths/.test(document.querySelector("#job-info").textContent)', 'the job highlight from its paths');
+  const ringedByPaths = await tpage.eval('[...document.querySelectorAll("#fabric svg g.sw")].filter((g) => g.querySelector("rect[stroke=\'var(--job)\']")).map((g) => g.dataset.node).sort()');
+  check(JSON.stringify(ringedByPaths) === '["p1-leaf1-r2","p1-spine3"]', 'a job with path inspection is highlighted along its reported links', JSON.stringify(ringedByPaths));
+  const terrors = unexpectedErrors(tpage);
+  check(terrors.length === 0, 'no console error with telemetry', terrors.join('\n  '));
+
   const errors = unexpectedErrors(page);
   check(errors.length === 0, 'no console error, exception or CSP violation', errors.join('\n  '));
 
-  // 8. With tokens: the page itself is public, the API asks for a token and
+  // 9. With tokens: the page itself is public, the API asks for a token and
   //    the page retries with it.
   const token = 'console-test-token-' + crypto.randomBytes(6).toString('hex');
   const tokensFile = path.join(tmp, 'tokens');
