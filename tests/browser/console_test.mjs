@@ -206,7 +206,12 @@ async function main() {
   check(drawn2 === snap.current.switches, 'with a token the console loads the fabric', String(drawn2));
   const stored = await page2.eval('sessionStorage.getItem("drainwise.token")');
   check(stored === token, 'the token is kept in sessionStorage');
-  const errors2 = page2.errors.filter((e) => !(e.startsWith('log (network)') && (e.includes('401') || (e.includes('404') && expected404.test(e)))));
+  // A reader may look but not assess: the page says why.
+  await page2.click('#fabric g.sw[data-node="p0-spine1"]');
+  await page2.click('#run');
+  const denied = await page2.waitFor('!document.querySelector("#error-bar").hidden && document.querySelector("#error-bar").textContent', 'the 403');
+  check(/operator role/.test(denied), 'a reader token cannot assess, and the page says which role is needed', denied);
+  const errors2 = page2.errors.filter((e) => !(e.startsWith('log (network)') && (e.includes('401') || e.includes('403') || (e.includes('404') && expected404.test(e)))));
   check(errors2.length === 0, 'no unexpected error with tokens', errors2.join('\n  '));
 
   console.log(`${checks - failures}/${checks} checks passed in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
