@@ -1,6 +1,9 @@
 #include "server/http_server.h"
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -153,20 +156,26 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                                                    server_->options.queue_limit)}),
                    req.method, req.target, version, keep_alive, server_->api->RouteName(req));
     }
-    net::post(server_->workers, [self = shared_from_this(), req = std::move(req), version, keep_alive]() mutable {
-      std::stop_source deadline;
-      req.stop = deadline.get_token();
-      // The deadline: a watchdog thread would cost a thread per request; the
-      // simulators poll the token, so a timer on the I/O context is enough.
-      auto timer = std::make_shared<net::steady_timer>(self->stream_.get_executor());
-      timer->expires_after(std::chrono::seconds(self->server_->options.assessment_deadline_s));
-      timer->async_wait([deadline](beast::error_code ec) mutable {
-        if (!ec) deadline.request_stop();
-      });
+    // Set up on the connection's strand, before the work leaves it: the
+    // deadline timer and a watch for the client hanging up. Either stops the
+    // simulation through the request's stop token (the simulators poll it).
+    auto stop = std::make_shared<std::stop_source>();
+    auto deadline_hit = std::make_shared<std::atomic<bool>>(false);
+    req.stop = stop->get_token();
+    auto timer = std::make_shared<net::steady_timer>(stream_.get_executor());
+    timer->expires_after(std::chrono::seconds(server_->options.assessment_deadline_s));
+    timer->async_wait([stop, deadline_hit](beast::error_code ec) {
+      if (ec) return;
+      deadline_hit->store(true);
+      stop->request_stop();
+    });
+    WatchForHangup(stop);
+    net::post(server_->workers, [self = shared_from_this(), req = std::move(req), version, keep_alive, stop,
+                                 deadline_hit, timer]() mutable {
       std::string route = self->server_->api->RouteName(req);
       std::string method = req.method, target = req.target;
       ApiResponse res = self->server_->api->Handle(req);
-      if (deadline.stop_requested() && res.status == 499) {
+      if (deadline_hit->load() && res.status == 499) {
         res = ErrorResponse(Error{ErrorCode::kDeadlineExceeded,
                                   fmt::format("simulation exceeded the {} s deadline",
                                               self->server_->options.assessment_deadline_s)});
@@ -175,8 +184,27 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       net::post(self->stream_.get_executor(), [self, timer, res = std::move(res), method, target, route, version,
                                                keep_alive]() mutable {
         timer->cancel();
+        beast::error_code ec;
+        beast::get_lowest_layer(self->stream_).socket().cancel(ec);  // ends the hang-up watch
         self->Reply(std::move(res), method, target, version, keep_alive, route);
       });
+    });
+  }
+
+  // While a simulation runs nothing reads the socket; if it becomes readable
+  // and a peek sees end-of-stream, the client went away: stop the work.
+  // (Readable with data is a pipelined request: leave it for the next read.)
+  void WatchForHangup(std::shared_ptr<std::stop_source> stop) {
+    auto& socket = beast::get_lowest_layer(stream_).socket();
+    socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), stop](beast::error_code ec) {
+      if (ec) return;  // cancelled: the reply is on its way
+      char byte;
+      auto& s = beast::get_lowest_layer(self->stream_).socket();
+      ssize_t n = ::recv(s.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+        self->server_->log->info("{} went away: cancelling its simulation", self->peer_);
+        stop->request_stop();
+      }
     });
   }
 

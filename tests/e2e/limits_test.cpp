@@ -1,0 +1,125 @@
+// Limits and backpressure against the real daemon on the 32k preset, where
+// a plan over many switches takes seconds: an oversized body gets 413, a
+// simulation past its deadline 504, a full queue 503 with Retry-After, and a
+// client that hangs up has its simulation cancelled. Health is answered
+// throughout.
+#include <doctest/doctest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+#include <utility>  // before Boost 1.74's asio: awaitable.hpp uses std::exchange
+
+#include <boost/asio.hpp>
+
+#include "testing/daemon.h"
+
+using namespace drainwise;
+using nlohmann::json;
+
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A plan over every spine of the 32k fabric: 256 single-switch simulations
+// and more, seconds of work.
+std::string SlowPlan() {
+  json switches = json::array();
+  for (int p = 0; p < 8; ++p) {
+    for (int s = 0; s < 32; ++s) switches.push_back("p" + std::to_string(p) + "-spine" + std::to_string(s));
+  }
+  return json{{"switches", switches}, {"modes", {"job", "flow"}}}.dump();
+}
+
+}  // namespace
+
+TEST_CASE("413, 504, 503 and cancellation on hang-up") {
+  std::string dir = testing::MakeTempDir();
+  REQUIRE(testing::RunDrainwise({"fabric", "--preset", "32k", "--out", dir}, nullptr) == 0);
+  std::ofstream(dir + "/config.json")
+      << R"({"server":{"body_limit_bytes":16000000,"assessment_deadline_s":1,"queue_limit":1,"workers":1}})";
+  testing::Daemon d({"--config", dir + "/config.json"}, dir);
+  REQUIRE_MESSAGE(d.started(), d.log());
+  REQUIRE(d.Call("PUT", "/v1/topology", Slurp(dir + "/topology.json")).status == 201);
+  REQUIRE(d.Call("PUT", "/v1/jobs", Slurp(dir + "/jobs.json")).status == 201);
+
+  SUBCASE("an oversized body is refused with 413 as soon as its length is known") {
+    // Announce 17 MB, send none of it: the answer comes from the header.
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::socket sock(ioc);
+    sock.connect({boost::asio::ip::make_address("127.0.0.1"), d.port()});
+    std::string req = "PUT /v1/topology HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      "Content-Length: 17000000\r\n\r\n{";
+    boost::asio::write(sock, boost::asio::buffer(req));
+    std::string answer;
+    boost::system::error_code ec;
+    char buf[4096];
+    for (int i = 0; i < 100 && answer.find("\r\n\r\n") == std::string::npos; ++i) {
+      size_t n = sock.read_some(boost::asio::buffer(buf), ec);
+      if (ec) break;
+      answer.append(buf, n);
+    }
+    CHECK(answer.rfind("HTTP/1.1 413", 0) == 0);
+    CHECK(d.Get("/healthz").status == 200);
+  }
+  SUBCASE("past the deadline: 504, and the daemon carries on") {
+    auto start = std::chrono::steady_clock::now();
+    auto r = d.Call("POST", "/v1/plans", SlowPlan());
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(r.status == 504);
+    CHECK(r.headers["content-type"] == "application/problem+json");
+    CHECK(s < 30);
+    CHECK(d.Get("/healthz").status == 200);
+  }
+  SUBCASE("a full queue answers 503 with Retry-After while health stays quick") {
+    auto slow = std::async(std::launch::async, [&] { return d.Call("POST", "/v1/plans", SlowPlan()); });
+    // Wait until the slow plan occupies the single queue slot.
+    bool refused = false;
+    for (int i = 0; i < 100 && !refused; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      auto r = d.Call("POST", "/v1/assessments", R"({"drain":{"switches":["p0-spine0"]}})");
+      if (r.status == 503) {
+        refused = true;
+        CHECK(r.headers["retry-after"] == "1");
+      }
+    }
+    CHECK(refused);
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(d.Get("/healthz").status == 200);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 1.0);
+    CHECK(slow.get().status == 504);
+  }
+  SUBCASE("a client that hangs up has its simulation cancelled") {
+    {
+      boost::asio::io_context ioc;
+      boost::asio::ip::tcp::socket sock(ioc);
+      sock.connect({boost::asio::ip::make_address("127.0.0.1"), d.port()});
+      std::string body = SlowPlan();
+      std::string req = "POST /v1/plans HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body;
+      boost::asio::write(sock, boost::asio::buffer(req));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      sock.close();  // gone before the answer
+    }
+    bool cancelled = false;
+    for (int i = 0; i < 100 && !cancelled; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      cancelled = d.log().find("went away: cancelling its simulation") != std::string::npos;
+    }
+    CHECK(cancelled);
+    CHECK(d.Get("/healthz").status == 200);
+  }
+  d.Stop();
+  std::filesystem::remove_all(dir);
+}
