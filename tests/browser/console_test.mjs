@@ -178,7 +178,7 @@ async function main() {
   check(strokes.filter((x) => x === '#7c3aed').length === 1, 'a degraded link from GET /v1/links is drawn as degraded');
   check(strokes.filter((x) => x === 'var(--warn)').length === 1, 'link utilisation from GET /v1/links colours the link');
   await tpage.eval('document.querySelector("#job-select").value = "job-0001"; document.querySelector("#job-select").dispatchEvent(new Event("change"))');
-  await tpage.waitFor('/paths/.test(document.querySelector("#job-info").textContent)', 'the job highlight from its paths');
+  await tpage.waitFor('/path inspection/.test(document.querySelector("#job-info").textContent)', 'the job highlight from its paths');
   const ringedByPaths = await tpage.eval('[...document.querySelectorAll("#fabric svg g.sw")].filter((g) => g.querySelector("rect[stroke=\'var(--job)\']")).map((g) => g.dataset.node).sort()');
   check(JSON.stringify(ringedByPaths) === '["p1-leaf1-r2","p1-spine3"]', 'a job with path inspection is highlighted along its reported links', JSON.stringify(ringedByPaths));
   const terrors = unexpectedErrors(tpage);

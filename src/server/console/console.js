@@ -593,7 +593,7 @@
         for (const end of key.split('|')) if (T.nodes.get(end)?.kind === 'switch') hl.switches.add(end);
       }
       for (const sw of paths.switches || []) hl.switches.add(typeof sw === 'string' ? sw : sw.id);
-      hl.how = 'links from GET /v1/jobs/{id}/paths';
+      hl.how = 'the links its traffic takes, from the daemon\'s path inspection';
     } else {
       // No path telemetry: the job's leaves and the ECMP paths between its
       // hosts, from the topology (up to the tier its hosts' spread needs).
@@ -644,6 +644,19 @@
     renderFabric();
   }
 
+  // What the result area shows before any assessment: how to ask, and how
+  // to read the answer.
+  function showGuide() {
+    const example = S.topo && S.topo.nodes.has('p0-leaf3-r0') ? ' (on the demo, try p0-leaf3-r0, then p0-spine1)' : '';
+    $('#result').replaceChildren(h('div', {class: 'card guide'},
+      h('h2', {text: 'How to ask'}),
+      h('ol', {},
+        h('li', {text: `Click the switches you want to take down in the fabric above, or type their names${example}.`}),
+        h('li', {text: 'Press "Assess drain". The jobs running now are simulated on the fabric without those switches, at job and flow level.'}),
+        h('li', {text: 'Read the verdict: ALLOW (go ahead), WARN (allowed, read why), DENY (the policy forbids it now). Below it: why, what the advisor proposes to make it safe, which jobs slow down or lose connectivity and because of which links.'}),
+        h('li', {text: 'Copy the link of the assessment into your change ticket: it reopens the same answer.'}))));
+  }
+
   function renderChips() {
     const box = $('#chips');
     box.replaceChildren();
@@ -681,7 +694,7 @@
       location.hash = '#/assessments/' + encodeURIComponent(a.id);
       showAssessment(a);
     } catch (err) {
-      $('#result').replaceChildren();
+      showGuide();
       showError(err);
     } finally {
       btn.textContent = 'Assess drain (job + flow)';
@@ -1082,7 +1095,7 @@
     });
     $('#clear').addEventListener('click', () => {
       S.selSwitches = []; S.selLinks = []; S.assessment = null; S.shownId = null;
-      $('#result').replaceChildren();
+      showGuide();
       if (location.hash.startsWith('#/assessments/')) location.hash = '#/';
       renderChips(); renderFabric();
     });
@@ -1115,6 +1128,7 @@
       return;
     }
     renderFabric();
+    showGuide();
     route();
     document.body.dataset.ready = 'true';  // for the browser test and screenshots
     // Drains start and end while the page is open: keep the picture current.
