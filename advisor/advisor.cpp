@@ -164,7 +164,7 @@ Result<Advisor::JobLevel> Advisor::PatchMoved(const JobLevel& base, const Contex
   const auto& snap = *moved_ctx.snapshot;
   for (JobId j : moved) {
     model::JobsSpec one;
-    one.jobs.push_back(ToSpec(*snap.jobs, *snap.topology).jobs[j.value]);
+    one.jobs.push_back(model::DescribeJob(snap.jobs->job(j), *snap.topology));
     auto single = model::MakeSnapshot(snap.topology, snap.topology_version, one, snap.jobs_version);
     sim::JobSimIndex index(single);
     auto all = sim::AssessJobs(index, combined, stop);
@@ -348,43 +348,9 @@ std::vector<NodeId> FindMigrationTarget(const model::Snapshot& snapshot, const m
   return out;
 }
 
-model::JobsSpec ToSpec(const model::JobSet& jobs, const model::Topology& topology) {
-  model::JobsSpec spec;
-  auto name = [&](NodeId h) { return topology.node(h).name; };
-  for (const auto& j : jobs.jobs()) {
-    model::JobSpec s;
-    s.id = j.id;
-    s.name = j.name;
-    s.tenant = j.tenant;
-    s.priority = j.priority;
-    s.labels = j.labels;
-    for (NodeId h : j.hosts) s.hosts.push_back(name(h));
-    s.gpus_per_host = j.gpus_per_host;
-    s.started_at = j.started_at;
-    s.expected_end = j.expected_end;
-    s.checkpoint = j.checkpoint;
-    s.profile_source = j.profile_source;
-    s.iteration.compute_s = j.iteration.compute_s;
-    s.iteration.overlap = j.iteration.overlap;
-    for (const auto& c : j.iteration.collectives) {
-      model::CollectiveSpec cs;
-      cs.kind = c.kind;
-      cs.algorithm = c.algorithm;
-      cs.bytes = c.bytes;
-      cs.group_size = c.group_size;
-      cs.stages = c.stages;
-      cs.count = c.count;
-      for (const auto& f : c.flows) cs.flows.push_back({name(f.src), name(f.dst), f.bytes});
-      s.iteration.collectives.push_back(std::move(cs));
-    }
-    spec.jobs.push_back(std::move(s));
-  }
-  return spec;
-}
-
 model::SnapshotPtr WithJobMoved(const model::Snapshot& snapshot, JobId job, const std::vector<NodeId>& hosts) {
   const auto& topo = *snapshot.topology;
-  auto spec = ToSpec(*snapshot.jobs, topo);
+  auto spec = model::DescribeJobs(*snapshot.jobs, topo);
   auto& moved = spec.jobs[job.value];
   // Explicit flows follow their hosts: the i-th old host becomes the i-th new one.
   std::map<std::string, std::string> rename;

@@ -201,7 +201,4 @@ std::vector<model::NodeId> FindMigrationTarget(const model::Snapshot& snapshot, 
 model::SnapshotPtr WithJobMoved(const model::Snapshot& snapshot, model::JobId job,
                                 const std::vector<model::NodeId>& hosts);
 
-// The jobs of a JobSet back as a spec (host names), for re-resolving.
-model::JobsSpec ToSpec(const model::JobSet& jobs, const model::Topology& topology);
-
 }  // namespace drainwise::advisor

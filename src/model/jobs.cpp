@@ -63,33 +63,31 @@ int GpusPerHost(const Job& job, const Topology& topology) {
   return std::max(1, topology.node(job.hosts.front()).gpus);
 }
 
+JobSpec DescribeJob(const Job& job, const Topology& topology) {
+  return MapJobHosts<std::string>(job, [&](NodeId h) { return topology.node(h).name; });
+}
+
+JobsSpec DescribeJobs(const JobSet& jobs, const Topology& topology) {
+  JobsSpec spec;
+  spec.jobs.reserve(jobs.size());
+  for (const auto& j : jobs.jobs()) spec.jobs.push_back(DescribeJob(j, topology));
+  return spec;
+}
+
 namespace {
 
 bool FiniteNonNegative(double v) { return std::isfinite(v) && v >= 0; }
 
 Result<Job> ResolveJob(const JobSpec& s, const Topology& topology) {
-  Job j;
-  j.id = s.id;
-  j.name = s.name;
-  j.tenant = s.tenant;
-  j.priority = s.priority;
-  j.labels = s.labels;
-  j.gpus_per_host = s.gpus_per_host;
-  j.started_at = s.started_at;
-  j.expected_end = s.expected_end;
-  j.checkpoint = s.checkpoint;
-  j.profile_source = s.profile_source;
   if (s.gpus_per_host < 0) return InvalidArgument("gpus_per_host must be >= 0");
-
-  std::unordered_set<uint32_t> seen;
-  j.hosts.reserve(s.hosts.size());
+  std::unordered_map<std::string, NodeId> hosts;  // the job's hosts by name
   for (size_t i = 0; i < s.hosts.size(); ++i) {
     auto h = topology.FindNode(s.hosts[i]);
     if (!h) return InvalidArgument(fmt::format("hosts[{}]: unknown host '{}'", i, s.hosts[i]));
     if (!topology.node(*h).is_host()) {
       return InvalidArgument(fmt::format("hosts[{}]: '{}' is a switch, not a host", i, s.hosts[i]));
     }
-    if (!seen.insert(h->value).second) {
+    if (!hosts.emplace(s.hosts[i], *h).second) {
       return InvalidArgument(fmt::format("hosts[{}]: host '{}' listed twice", i, s.hosts[i]));
     }
     int gpus = topology.node(*h).gpus;
@@ -97,26 +95,15 @@ Result<Job> ResolveJob(const JobSpec& s, const Topology& topology) {
       return InvalidArgument(fmt::format("gpus_per_host {} exceeds the {} GPUs of host '{}'",
                                          s.gpus_per_host, gpus, s.hosts[i]));
     }
-    j.hosts.push_back(*h);
   }
-
   const auto& it = s.iteration;
   if (!FiniteNonNegative(it.compute_s)) return InvalidArgument("iteration.compute_ms must be >= 0");
   if (!(it.overlap >= 0 && it.overlap <= 1)) {
     return InvalidArgument(fmt::format("iteration.overlap must be within [0, 1], got {}", it.overlap));
   }
-  j.iteration.compute_s = it.compute_s;
-  j.iteration.overlap = it.overlap;
   for (size_t c = 0; c < it.collectives.size(); ++c) {
     const CollectiveSpec& cs = it.collectives[c];
     auto where = [&] { return fmt::format("iteration.collectives[{}]", c); };
-    Collective col;
-    col.kind = cs.kind;
-    col.algorithm = cs.algorithm;
-    col.bytes = cs.bytes;
-    col.group_size = cs.group_size;
-    col.stages = cs.stages;
-    col.count = cs.count;
     if (!FiniteNonNegative(cs.bytes)) return InvalidArgument(where() + ".bytes must be >= 0");
     if (cs.group_size < 0) return InvalidArgument(where() + ".group_size must be >= 0");
     if (cs.stages < 0) return InvalidArgument(where() + ".stages must be >= 0");
@@ -124,20 +111,16 @@ Result<Job> ResolveJob(const JobSpec& s, const Topology& topology) {
     for (size_t f = 0; f < cs.flows.size(); ++f) {
       const auto& fs = cs.flows[f];
       auto fwhere = [&] { return fmt::format("{}.flows[{}]", where(), f); };
-      auto src = topology.FindNode(fs.src);
-      auto dst = topology.FindNode(fs.dst);
-      if (!src || !seen.count(src->value)) {
+      if (!hosts.count(fs.src)) {
         return InvalidArgument(fmt::format("{}.src: '{}' is not a host of this job", fwhere(), fs.src));
       }
-      if (!dst || !seen.count(dst->value)) {
+      if (!hosts.count(fs.dst)) {
         return InvalidArgument(fmt::format("{}.dst: '{}' is not a host of this job", fwhere(), fs.dst));
       }
       if (!FiniteNonNegative(fs.bytes)) return InvalidArgument(fwhere() + ".bytes must be >= 0");
-      col.flows.push_back(Flow{*src, *dst, fs.bytes});
     }
-    j.iteration.collectives.push_back(std::move(col));
   }
-  return j;
+  return MapJobHosts<NodeId>(s, [&](const std::string& name) { return hosts.at(name); });
 }
 
 // Several jobs may share a host, but not more GPUs than it has.

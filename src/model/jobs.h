@@ -118,4 +118,41 @@ LenientJobs ResolveJobsLenient(const JobsSpec& spec, const Topology& topology);
 // The GPUs (ranks) a job uses on each host.
 int GpusPerHost(const Job& job, const Topology& topology);
 
+// The same job with every host reference (hosts, flow ends) mapped by
+// `host`: the one place that knows all of a job's fields.
+template <class To, class From, class Fn>
+BasicJob<To> MapJobHosts(const BasicJob<From>& job, Fn&& host) {
+  BasicJob<To> out;
+  out.id = job.id;
+  out.name = job.name;
+  out.tenant = job.tenant;
+  out.priority = job.priority;
+  out.labels = job.labels;
+  out.hosts.reserve(job.hosts.size());
+  for (const auto& h : job.hosts) out.hosts.push_back(host(h));
+  out.gpus_per_host = job.gpus_per_host;
+  out.started_at = job.started_at;
+  out.expected_end = job.expected_end;
+  out.checkpoint = job.checkpoint;
+  out.profile_source = job.profile_source;
+  out.iteration.compute_s = job.iteration.compute_s;
+  out.iteration.overlap = job.iteration.overlap;
+  for (const auto& c : job.iteration.collectives) {
+    BasicCollective<To> col;
+    col.kind = c.kind;
+    col.algorithm = c.algorithm;
+    col.bytes = c.bytes;
+    col.group_size = c.group_size;
+    col.stages = c.stages;
+    col.count = c.count;
+    for (const auto& f : c.flows) col.flows.push_back({host(f.src), host(f.dst), f.bytes});
+    out.iteration.collectives.push_back(std::move(col));
+  }
+  return out;
+}
+
+// The spec of a resolved job (host names): the inverse of ResolveJobs.
+JobSpec DescribeJob(const Job& job, const Topology& topology);
+JobsSpec DescribeJobs(const JobSet& jobs, const Topology& topology);
+
 }  // namespace drainwise::model
