@@ -36,7 +36,13 @@ std::string ObjectReader::Child(std::string_view key) const {
   return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
 }
 
-const json& ObjectReader::Raw(std::string_view key) const { return *j_.find(key); }
+const json& ObjectReader::Raw(std::string_view key) const {
+  // Callers should check Has() first; one that did not (found by fuzzing:
+  // a Prometheus reply without "data") dereferenced end(). Refuse instead.
+  auto it = j_.find(key);
+  if (it == j_.end()) throw FieldError(Child(key), "required");
+  return *it;
+}
 
 std::string ObjectReader::String(std::string_view key) const {
   if (!Has(key)) throw FieldError(Child(key), "required");

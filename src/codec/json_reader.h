@@ -36,7 +36,7 @@ class ObjectReader {
   const std::string& path() const { return path_; }
   bool Has(std::string_view key) const;
   std::string Child(std::string_view key) const;
-  const json& Raw(std::string_view key) const;  // REQUIRES: Has(key)
+  const json& Raw(std::string_view key) const;  // throws FieldError "required" when absent
 
   std::string String(std::string_view key) const;  // required
   std::string StringOr(std::string_view key, std::string fallback) const;
