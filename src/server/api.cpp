@@ -9,6 +9,7 @@
 #include "codec/json_reader.h"
 #include "codec/native.h"
 #include "server/console.h"
+#include "report/table.h"
 #include "server/problem.h"
 
 namespace drainwise::server {
@@ -87,10 +88,6 @@ Result<json> ParseBody(const ApiRequest& req) {
   return j;
 }
 
-std::string Pad(std::string s, size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
-}
 
 }  // namespace
 
@@ -286,16 +283,16 @@ ApiResponse Api::Dispatch(const ApiRequest& req, const std::string& path, const 
   }
   if (key == "GET /v1/topology") return GetTopology();
   if (key == "PUT /v1/topology") return PutTopology(req);
-  if (key == "GET /v1/jobs") return GetJobs();
+  if (key == "GET /v1/jobs") return GetJobs(req, query);
   if (key == "PUT /v1/jobs") return PutJobs(req);
   if (key == "GET /v1/jobs/{id}") return GetJob(p["id"]);
-  if (key == "GET /v1/snapshots") return GetSnapshots(query);
+  if (key == "GET /v1/snapshots") return GetSnapshots(req, query);
   if (key == "POST /v1/assessments") return PostAssessment(req, query);
   if (key == "GET /v1/assessments") return ListAssessments(req, query);
   if (key == "GET /v1/assessments/{id}") return GetAssessment(req, p["id"], query);
   if (key == "GET /v1/drain-candidates") return DrainCandidates(req, query);
   if (key == "POST /v1/plans") return PostPlan(req, query);
-  if (key == "GET /v1/drains") return ListDrains(query);
+  if (key == "GET /v1/drains") return ListDrains(req, query);
   if (key == "POST /v1/drains") return PostDrain(req);
   if (key == "DELETE /v1/drains/{id}") return DeleteDrain(p["id"]);
   if (key == "GET /v1/policy") return GetPolicy();
@@ -364,9 +361,19 @@ ApiResponse Api::PutTopology(const ApiRequest& req) {
                                                  {"dropped_jobs", out->dropped_jobs}});
 }
 
-ApiResponse Api::GetJobs() {
+ApiResponse Api::GetJobs(const ApiRequest& req, const Query& query) {
   auto snap = state_->snapshot();
   if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, "/v1/jobs");
+  if (WantsText(req, query)) {
+    report::Table t({"JOB", "NAME", "TENANT", "PRIO", "HOSTS", "GPUS", "PROFILE", "EXPECTED_END"});
+    for (const auto& j : snap->jobs->jobs()) {
+      t.Add({j.id, j.name.empty() ? "-" : j.name, j.tenant.empty() ? "-" : j.tenant, std::to_string(j.priority),
+             std::to_string(j.hosts.size()),
+             std::to_string(j.hosts.size() * static_cast<size_t>(model::GpusPerHost(j, *snap->topology))),
+             j.profile_source, j.expected_end ? codec::FormatRfc3339(*j.expected_end) : "-"});
+    }
+    return TextResponse(200, fmt::format("jobs v{} ({} jobs)\n", snap->jobs_version, snap->jobs->size()) + t.Render());
+  }
   json jobs = json::array();
   for (const auto& j : snap->jobs->jobs()) jobs.push_back(codec::JobToJson(j, *snap->topology));
   auto r = JsonResponse(200, {{"format", codec::kJobsFormat}, {"jobs", std::move(jobs)}});
@@ -392,7 +399,7 @@ ApiResponse Api::PutJobs(const ApiRequest& req) {
                       {{"version", out->version}, {"created", out->created}, {"jobs", snap->jobs->size()}});
 }
 
-ApiResponse Api::GetSnapshots(const Query& query) {
+ApiResponse Api::GetSnapshots(const ApiRequest& req, const Query& query) {
   int limit = 50;
   if (auto it = query.find("limit"); it != query.end()) limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
   auto docs = state_->store().ListDocuments(std::nullopt, limit);
@@ -425,6 +432,22 @@ ApiResponse Api::GetSnapshots(const Query& query) {
                {"gpus", t.total_gpus()},
                {"jobs", snap->jobs->size()},
                {"dropped_jobs", snap->dropped_jobs}};
+  }
+  if (WantsText(req, query)) {
+    std::string out;
+    if (!current.is_null()) {
+      out = fmt::format("serving topology v{} ({} switches, {} hosts, {} GPUs) and jobs v{} ({} jobs, {} dropped)\n\n",
+                        current["topology_version"].get<int64_t>(), current["switches"].get<size_t>(),
+                        current["hosts"].get<size_t>(), current["gpus"].get<int>(),
+                        current["jobs_version"].get<int64_t>(), current["jobs"].get<size_t>(),
+                        current["dropped_jobs"].size());
+    }
+    report::Table t({"KIND", "VERSION", "CREATED", "SOURCE", "ITEMS"});
+    for (const auto& v : versions) {
+      t.Add({v["kind"], std::to_string(v["version"].get<int64_t>()), v["created_at"], v["source"],
+             std::to_string(v.contains("nodes") ? v["nodes"].get<int64_t>() : v["items"].get<int64_t>())});
+    }
+    return TextResponse(200, out + t.Render());
   }
   return JsonResponse(200, {{"current", current}, {"versions", versions}});
 }
@@ -541,13 +564,12 @@ ApiResponse Api::ListAssessments(const ApiRequest& req, const Query& query) {
     list.push_back(std::move(item));
   }
   if (WantsText(req, query)) {
-    std::string out = fmt::format("{} {} {} {} {}\n", Pad("ID", 30), Pad("CREATED", 21), Pad("KIND", 11),
-                                  Pad("VERDICT", 8), "TICKET");
+    report::Table t({"ID", "CREATED", "KIND", "VERDICT", "TICKET", "REQUESTED_BY"});
     for (const auto& r : *recs) {
-      out += fmt::format("{} {} {} {} {}\n", Pad(r.id, 30), Pad(codec::FormatRfc3339(r.created_at), 21),
-                         Pad(r.kind, 11), Pad(r.verdict.empty() ? "-" : r.verdict, 8), r.ticket);
+      t.Add({r.id, codec::FormatRfc3339(r.created_at), r.kind, r.verdict.empty() ? "-" : r.verdict,
+             r.ticket.empty() ? "-" : r.ticket, r.requested_by.empty() ? "-" : r.requested_by});
     }
-    return TextResponse(200, out);
+    return TextResponse(200, t.Render());
   }
   return JsonResponse(200, {{"assessments", list}});
 }
@@ -656,10 +678,18 @@ ApiResponse Api::PostDrain(const ApiRequest& req) {
   return r;
 }
 
-ApiResponse Api::ListDrains(const Query& query) {
+ApiResponse Api::ListDrains(const ApiRequest& req, const Query& query) {
   bool all = query.count("all") && (query.at("all") == "true" || query.at("all") == "1");
   auto recs = state_->store().ListDrains(!all);
   if (!recs) return ErrorResponse(recs.error());
+  if (WantsText(req, query)) {
+    report::Table t({"ID", "STARTED", "EXPECTED_END", "ENDED", "TICKET", "DRAIN"});
+    for (const auto& r : *recs) {
+      t.Add({r.id, codec::FormatRfc3339(r.started_at), r.expected_end ? codec::FormatRfc3339(*r.expected_end) : "-",
+             r.ended_at ? codec::FormatRfc3339(*r.ended_at) : "-", r.ticket.empty() ? "-" : r.ticket, r.spec});
+    }
+    return TextResponse(200, t.Render());
+  }
   json list = json::array();
   for (const auto& r : *recs) list.push_back(DrainJson(r));
   return JsonResponse(200, {{"drains", list}});

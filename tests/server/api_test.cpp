@@ -210,3 +210,20 @@ TEST_CASE("observations are stored with the model's prediction; calibration repo
   CHECK(json::parse(f.Call("GET", "/v1/observations").body)["observations"].size() == 2);
   CHECK(f.Call("POST", "/v1/observations", R"({"job":"j1","iteration_s":-1})").status == 400);
 }
+
+TEST_CASE("list endpoints answer text tables for curl users") {
+  Fixture f;
+  f.Call("PUT", "/v1/topology", testing::TwoByTwo().dump());
+  f.Call("PUT", "/v1/jobs", Jobs().dump());
+  f.Call("POST", "/v1/drains", R"({"drain":{"switches":["spine1"]},"ticket":"CHG-3"})");
+  auto jobs = f.Call("GET", "/v1/jobs", "", {{"accept", "text/plain"}});
+  CHECK(jobs.content_type.rfind("text/plain", 0) == 0);
+  CHECK(jobs.body.find("JOB") != std::string::npos);
+  CHECK(jobs.body.find("j1") != std::string::npos);
+  auto snaps = f.Call("GET", "/v1/snapshots?format=text");
+  CHECK(snaps.body.rfind("serving topology v1 (4 switches, 4 hosts, 4 GPUs) and jobs v1 (1 jobs, 0 dropped)", 0) == 0);
+  auto drains = f.Call("GET", "/v1/drains?format=text");
+  CHECK(drains.body.find("CHG-3") != std::string::npos);
+  // JSON stays the default.
+  CHECK(f.Call("GET", "/v1/jobs").content_type == "application/json");
+}
