@@ -11,6 +11,10 @@ case "$flavour" in
   *) echo "usage: $0 [release|asan|debug] [targets...]" >&2; exit 2 ;;
 esac
 launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Paths relative to the checkout, so a fresh clone elsewhere reuses the cache.
+  export CCACHE_BASEDIR="$PWD"
+fi
 cmake -S . -B "$dir" -G Ninja "${flags[@]}" "${launcher[@]}" >/dev/null
 cmake --build "$dir" -j "$(nproc)" ${1:+--target "$@"}
