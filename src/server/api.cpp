@@ -158,9 +158,11 @@ const std::vector<Route>& Api::Routes() {
       {"GET", "/", false, "The operator console (a web page over this API)"},
       {"GET", "/ui/{file}", false, "The operator console's scripts and styles"},
       {"GET", "/v1/openapi.json", false, "The OpenAPI 3.1 description of this API (docs/openapi.yaml)"},
-      {"GET", "/v1/topology", false, "The current topology document"},
+      // Large documents (12 MB at 32k GPUs) render on the worker pool so
+      // health checks never wait behind them.
+      {"GET", "/v1/topology", true, "The current topology document"},
       {"PUT", "/v1/topology", true, "Replace the topology (a new version)"},
-      {"GET", "/v1/jobs", false, "The current jobs document"},
+      {"GET", "/v1/jobs", true, "The current jobs document"},
       {"PUT", "/v1/jobs", true, "Replace the jobs (a new version)"},
       {"GET", "/v1/jobs/{id}", false, "One job"},
       {"GET", "/v1/jobs/{id}/paths", true, "The links a job's traffic crosses, with load and health"},

@@ -58,6 +58,27 @@ namespace {
 
 using Response = http::response<http::string_body>;
 
+// The last line of defence: whatever a handler throws becomes a 500, never
+// the end of the daemon.
+ApiResponse SafeHandle(Api& api, const ApiRequest& req) {
+  try {
+    return api.Handle(req);
+  } catch (const std::exception&) {
+    ApiResponse r;
+    r.status = 500;
+    r.content_type = "application/problem+json";
+    r.body = R"({"type":"https://drainwise.dev/problems/internal","title":"Internal error","status":500,)"
+             R"("detail":"unexpected error while handling the request"})";
+    return r;
+  } catch (...) {
+    ApiResponse r;
+    r.status = 500;
+    r.content_type = "application/problem+json";
+    r.body = R"({"type":"https://drainwise.dev/problems/internal","title":"Internal error","status":500})";
+    return r;
+  }
+}
+
 Response ToBeast(ApiResponse&& r, unsigned version, bool keep_alive) {
   Response res{static_cast<http::status>(r.status), version};
   res.set(http::field::server, "drainwise");
@@ -146,7 +167,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (!server_->api->IsSlow(req)) {
       std::string route = server_->api->RouteName(req);
       std::string method = req.method, target = req.target;
-      return Reply(server_->api->Handle(req), method, target, version, keep_alive, route);
+      return Reply(SafeHandle(*server_->api, req), method, target, version, keep_alive, route);
     }
     // Bounded queue of simulations: refuse rather than pile up.
     if (server_->queued.fetch_add(1) >= server_->options.queue_limit) {
@@ -174,7 +195,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                                  deadline_hit, timer]() mutable {
       std::string route = self->server_->api->RouteName(req);
       std::string method = req.method, target = req.target;
-      ApiResponse res = self->server_->api->Handle(req);
+      ApiResponse res = SafeHandle(*self->server_->api, req);
       if (deadline_hit->load() && res.status == 499) {
         res = ErrorResponse(Error{ErrorCode::kDeadlineExceeded,
                                   fmt::format("simulation exceeded the {} s deadline",
