@@ -2,57 +2,37 @@
 // (goodput, per-hop latency, per-message overhead) to the iteration times a
 // running daemon has been told about (POST /v1/observations), and with
 // --apply makes the daemon use them.
-#include <utility>  // before Boost 1.74: asio/awaitable.hpp uses std::exchange
-
-#include <chrono>
-
-#include <boost/asio.hpp>
-#include <boost/beast.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "app/http_client.h"
 
 namespace drainwise::app {
 
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace net = boost::asio;
-
 struct CalibrateArgs {
-  std::string host = "127.0.0.1";
-  std::string port = "8080";
+  std::string server = "127.0.0.1:8080";
   std::string token;
   bool apply = false;
 };
 
 int RunCalibrate(const CalibrateArgs& a) {
-  http::response<http::string_body> res;
-  try {
-    net::io_context ioc;
-    net::ip::tcp::resolver resolver(ioc);
-    beast::tcp_stream stream(ioc);
-    stream.expires_after(std::chrono::seconds(600));
-    stream.connect(resolver.resolve(a.host, a.port));
-    http::request<http::string_body> req{http::verb::post, "/v1/calibration", 11};
-    req.set(http::field::host, a.host);
-    req.set(http::field::content_type, "application/json");
-    if (!a.token.empty()) req.set(http::field::authorization, "Bearer " + a.token);
-    req.body() = nlohmann::json{{"apply", a.apply}}.dump();
-    req.prepare_payload();
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::read(stream, buffer, res);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "drainwise calibrate: {}:{}: {}\n", a.host, a.port, e.what());
+  auto url = ParseServerUrl(a.server);
+  if (!url) {
+    fmt::print(stderr, "drainwise calibrate: --{}\n", url.error().message);
     return 2;
   }
-  auto doc = nlohmann::json::parse(res.body(), nullptr, false);
-  if (res.result_int() != 200 || !doc.is_object()) {
-    fmt::print(stderr, "drainwise calibrate: {}: {}\n", res.result_int(),
-               doc.is_object() ? doc.value("detail", res.body()) : res.body());
+  auto res = HttpRequest(*url, "POST", "/v1/calibration", nlohmann::json{{"apply", a.apply}}.dump(), a.token, 600);
+  if (!res) {
+    fmt::print(stderr, "drainwise calibrate: {}\n", res.error().message);
+    return 2;
+  }
+  auto doc = nlohmann::json::parse(res->body, nullptr, false);
+  if (res->status != 200 || !doc.is_object()) {
+    fmt::print(stderr, "drainwise calibrate: {}: {}\n", res->status,
+               doc.is_object() ? doc.value("detail", res->body) : res->body);
     return 1;
   }
   const auto& c = doc["calibration"];
@@ -76,20 +56,12 @@ int RunCalibrate(const CalibrateArgs& a) {
 
 void RegisterCalibrate(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<CalibrateArgs>();
-  auto server = std::make_shared<std::string>("127.0.0.1:8080");
   auto* cmd = app.add_subcommand("calibrate", "Fit the flow model's transport parameters to observed iteration times");
-  cmd->add_option("--server", *server, "Daemon HOST:PORT (http)")->capture_default_str();
+  cmd->add_option("--server", args->server, "Daemon http://HOST:PORT or HOST:PORT")->capture_default_str();
   cmd->add_option("--token", args->token, "Bearer token (operator)")->envname("DRAINWISE_TOKEN");
   cmd->add_flag("--apply", args->apply, "Make the daemon use the fitted parameters");
-  cmd->callback([args, server, exit_code] {
-    std::string s = *server;
-    if (s.rfind("http://", 0) == 0) s = s.substr(7);
-    while (!s.empty() && s.back() == '/') s.pop_back();
-    size_t colon = s.rfind(':');
-    args->host = s.substr(0, colon);
-    if (colon != std::string::npos) args->port = s.substr(colon + 1);
-    *exit_code = RunCalibrate(*args);
-  });
+  cmd->callback([args, exit_code] { *exit_code = RunCalibrate(*args); });
+
 }
 
 }  // namespace drainwise::app

@@ -1,24 +1,17 @@
 // drainwise check: asks a running daemon about a drain; the exit code gates
 // a change (0 allow, and warn unless --fail-on-warn; 1 deny; 2 usage or
 // connection error).
-#include <chrono>
 #include <cstdio>
-#include <utility>  // before Boost 1.74: asio/awaitable.hpp uses std::exchange
 
-#include <boost/asio.hpp>
-#include <boost/beast.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "app/http_client.h"
 
 namespace drainwise::app {
 
 namespace {
-
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace net = boost::asio;
 
 struct CheckArgs {
   std::string server = "http://127.0.0.1:8080";
@@ -33,39 +26,6 @@ struct CheckArgs {
   int timeout_s = 120;
 };
 
-struct Url {
-  std::string host;
-  std::string port;
-  std::string base;  // path prefix without trailing slash
-};
-
-bool ParseUrl(const std::string& url, Url* out, std::string* error) {
-  const std::string scheme = "http://";
-  if (url.rfind(scheme, 0) != 0) {
-    *error = fmt::format("--server '{}': expected http://HOST[:PORT][/PREFIX]", url);
-    return false;
-  }
-  std::string rest = url.substr(scheme.size());
-  size_t slash = rest.find('/');
-  std::string hostport = rest.substr(0, slash);
-  out->base = slash == std::string::npos ? "" : rest.substr(slash);
-  while (!out->base.empty() && out->base.back() == '/') out->base.pop_back();
-  if (!hostport.empty() && hostport.front() == '[') {
-    size_t close = hostport.find(']');
-    out->host = hostport.substr(1, close - 1);
-    out->port = close + 1 < hostport.size() && hostport[close + 1] == ':' ? hostport.substr(close + 2) : "80";
-  } else {
-    size_t colon = hostport.rfind(':');
-    out->host = hostport.substr(0, colon);
-    out->port = colon == std::string::npos ? "80" : hostport.substr(colon + 1);
-  }
-  if (out->host.empty()) {
-    *error = fmt::format("--server '{}': no host", url);
-    return false;
-  }
-  return true;
-}
-
 int RunCheck(const CheckArgs& a) {
   if (a.switches.empty() && a.links.empty()) {
     fmt::print(stderr, "drainwise check: name at least one --switch or --link\n");
@@ -75,10 +35,9 @@ int RunCheck(const CheckArgs& a) {
     fmt::print(stderr, "drainwise check: --format must be text or json\n");
     return 2;
   }
-  Url url;
-  std::string error;
-  if (!ParseUrl(a.server, &url, &error)) {
-    fmt::print(stderr, "drainwise check: {}\n", error);
+  auto url = ParseServerUrl(a.server);
+  if (!url) {
+    fmt::print(stderr, "drainwise check: --{}\n", url.error().message);
     return 2;
   }
   nlohmann::json links = nlohmann::json::array();
@@ -95,36 +54,15 @@ int RunCheck(const CheckArgs& a) {
   if (!a.ticket.empty()) body["ticket"] = a.ticket;
   body["requested_by"] = a.requested_by.empty() ? "drainwise-check" : a.requested_by;
 
-  http::response<http::string_body> res;
-  try {
-    net::io_context ioc;
-    net::ip::tcp::resolver resolver(ioc);
-    beast::tcp_stream stream(ioc);
-    stream.expires_after(std::chrono::seconds(a.timeout_s));
-    stream.connect(resolver.resolve(url.host, url.port));
-    http::request<http::string_body> req{http::verb::post, url.base + "/v1/assessments", 11};
-    req.set(http::field::host, url.host);
-    req.set(http::field::content_type, "application/json");
-    req.set(http::field::accept, "application/json");
-    if (!a.token.empty()) req.set(http::field::authorization, "Bearer " + a.token);
-    req.body() = body.dump();
-    req.prepare_payload();
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(1ull << 30);
-    http::read(stream, buffer, parser);
-    res = parser.release();
-    beast::error_code ec;
-    stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "drainwise check: {}: {}\n", a.server, e.what());
+  auto res = HttpRequest(*url, "POST", "/v1/assessments", body.dump(), a.token, a.timeout_s);
+  if (!res) {
+    fmt::print(stderr, "drainwise check: {}\n", res.error().message);
     return 2;
   }
-  auto doc = nlohmann::json::parse(res.body(), nullptr, false);
-  if (res.result_int() != 201 && res.result_int() != 200) {
-    std::string detail = doc.is_object() ? doc.value("detail", res.body()) : res.body();
-    fmt::print(stderr, "drainwise check: {} {}: {}\n", res.result_int(), std::string(res.reason()), detail);
+  auto doc = nlohmann::json::parse(res->body, nullptr, false);
+  if (res->status != 201 && res->status != 200) {
+    std::string detail = doc.is_object() ? doc.value("detail", res->body) : res->body;
+    fmt::print(stderr, "drainwise check: {} {}: {}\n", res->status, res->reason, detail);
     return 2;
   }
   if (!doc.is_object() || !doc.contains("verdict")) {
@@ -137,22 +75,11 @@ int RunCheck(const CheckArgs& a) {
   } else {
     // The same table the server renders for ?format=text, fetched by id so
     // the summary is exactly what was stored.
-    try {
-      net::io_context ioc;
-      net::ip::tcp::resolver resolver(ioc);
-      beast::tcp_stream stream(ioc);
-      stream.expires_after(std::chrono::seconds(30));
-      stream.connect(resolver.resolve(url.host, url.port));
-      http::request<http::string_body> req{http::verb::get,
-                                           url.base + "/v1/assessments/" + doc.value("id", "") + "?format=text", 11};
-      req.set(http::field::host, url.host);
-      if (!a.token.empty()) req.set(http::field::authorization, "Bearer " + a.token);
-      http::write(stream, req);
-      beast::flat_buffer buffer;
-      http::response<http::string_body> text;
-      http::read(stream, buffer, text);
-      fmt::print("{}", text.body());
-    } catch (const std::exception&) {
+    auto text = HttpRequest(*url, "GET", "/v1/assessments/" + doc.value("id", "") + "?format=text", "", a.token, 30,
+                            "text/plain");
+    if (text && text->status == 200) {
+      fmt::print("{}", text->body);
+    } else {
       fmt::print("{} (assessment {})\n", verdict, doc.value("id", ""));
     }
   }

@@ -13,14 +13,6 @@
 using namespace drainwise;
 using nlohmann::json;
 
-namespace {
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-}  // namespace
 
 TEST_CASE("an empty database starts on the demo fabric") {
   testing::Daemon d;
@@ -92,10 +84,10 @@ TEST_CASE("the 32k preset is generated in seconds and accepted by the daemon") {
   CHECK(seconds < 30);  // generous for sanitizer builds; ~0.5 s optimised
   testing::Daemon d;
   REQUIRE_MESSAGE(d.started(), d.log());
-  auto put = d.Call("PUT", "/v1/topology", Slurp(dir + "/topology.json"));
+  auto put = d.Call("PUT", "/v1/topology", testing::ReadFile(dir + "/topology.json"));
   CHECK(put.status == 201);
   CHECK(put.Json()["nodes"] == 5632);
-  auto jobs = d.Call("PUT", "/v1/jobs", Slurp(dir + "/jobs.json"));
+  auto jobs = d.Call("PUT", "/v1/jobs", testing::ReadFile(dir + "/jobs.json"));
   CHECK(jobs.status == 201);
   CHECK(d.Get("/v1/snapshots").Json()["current"]["gpus"] == 32768);
   std::filesystem::remove_all(dir);

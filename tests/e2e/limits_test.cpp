@@ -25,13 +25,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // A plan over every spine of the 32k fabric: 256 single-switch simulations
 // and more, seconds of work.
 std::string SlowPlan() {
@@ -51,8 +44,8 @@ TEST_CASE("413, 504, 503 and cancellation on hang-up") {
       << R"({"server":{"body_limit_bytes":16000000,"assessment_deadline_s":1,"queue_limit":1,"workers":1}})";
   testing::Daemon d({"--config", dir + "/config.json"}, dir);
   REQUIRE_MESSAGE(d.started(), d.log());
-  REQUIRE(d.Call("PUT", "/v1/topology", Slurp(dir + "/topology.json")).status == 201);
-  REQUIRE(d.Call("PUT", "/v1/jobs", Slurp(dir + "/jobs.json")).status == 201);
+  REQUIRE(d.Call("PUT", "/v1/topology", testing::ReadFile(dir + "/topology.json")).status == 201);
+  REQUIRE(d.Call("PUT", "/v1/jobs", testing::ReadFile(dir + "/jobs.json")).status == 201);
 
   SUBCASE("an oversized body is refused with 413 as soon as its length is known") {
     // Announce 17 MB, send none of it: the answer comes from the header.

@@ -20,16 +20,6 @@ using connectors::testdata::ReadText;
 
 namespace {
 
-template <class Pred>
-bool Eventually(Pred pred, std::chrono::seconds limit = std::chrono::seconds(30)) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pred();
-}
-
 json Source(const json& s, const std::string& name) {
   for (const auto& x : s["sources"]) {
     if (x["name"] == name) return x;
@@ -74,7 +64,7 @@ TEST_CASE("NetBox + slurmrestd + node_exporter sources bring the daemon to a ful
   REQUIRE_MESSAGE(d.started(), d.log());
 
   // No push: the snapshot comes from the sources.
-  REQUIRE_MESSAGE(Eventually([&] {
+  REQUIRE_MESSAGE(testing::Eventually([&] {
     auto j = d.Get("/v1/jobs");
     return j.status == 200 && !j.Json()["jobs"].empty();
   }), d.log());
@@ -90,7 +80,7 @@ TEST_CASE("NetBox + slurmrestd + node_exporter sources bring the daemon to a ful
   CHECK(jobs["jobs"][0]["profile_source"] == "default");  // nobody mistakes a guess for a measurement
   auto snaps = d.Get("/v1/snapshots").Json();
   CHECK(snaps["versions"][0]["source"].get<std::string>().rfind("source:", 0) == 0);
-  CHECK(Eventually([&] {
+  CHECK(testing::Eventually([&] {
     auto s = d.Get("/v1/sources").Json();
     return s["sources"].size() == 3 && !Source(s, "netbox")["stale"].get<bool>() &&
            !Source(s, "slurm")["stale"].get<bool>() && !Source(s, "nodes")["stale"].get<bool>();
@@ -99,7 +89,7 @@ TEST_CASE("NetBox + slurmrestd + node_exporter sources bring the daemon to a ful
 
   // A second scrape gives rates: gpu001's NIC link shows up with telemetry.
   server.Set("/metrics", {200, ReadText("connectors/node_exporter_t2.prom"), "text/plain"});
-  CHECK(Eventually([&] {
+  CHECK(testing::Eventually([&] {
     auto l = d.Get("/v1/links").Json();
     return l["links"].size() >= 1 && l["links"][0]["has_rates"] == true;
   }));
@@ -110,7 +100,7 @@ TEST_CASE("NetBox + slurmrestd + node_exporter sources bring the daemon to a ful
   // slurmrestd breaks: stale, reported, last good jobs kept, no new version.
   int64_t jobs_version = d.Get("/v1/snapshots").Json()["current"]["jobs_version"];
   server.Set("/slurm/v0.0.42/jobs", {200, "<html>502 Bad Gateway</html>", "text/html"});
-  REQUIRE(Eventually([&] { return Source(d.Get("/v1/sources").Json(), "slurm")["stale"] == true; }));
+  REQUIRE(testing::Eventually([&] { return Source(d.Get("/v1/sources").Json(), "slurm")["stale"] == true; }));
   auto slurm = Source(d.Get("/v1/sources").Json(), "slurm");
   CHECK_FALSE(slurm["last_error"].get<std::string>().empty());
   auto ready = d.Get("/readyz").Json();

@@ -69,6 +69,22 @@ std::string MakeTempDir() {
   return buf.data();
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
+}
+
 Daemon::Daemon(std::vector<std::string> args, std::string dir) : dir_(std::move(dir)) {
   if (dir_.empty()) {
     dir_ = MakeTempDir();
@@ -118,12 +134,7 @@ Daemon::~Daemon() {
   }
 }
 
-std::string Daemon::log() const {
-  std::ifstream in(dir_ + "/stderr.log");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string Daemon::log() const { return ReadFile(dir_ + "/stderr.log"); }
 
 int Daemon::Stop() {
   if (pid_ <= 0) return -1;
@@ -156,14 +167,8 @@ int RunDrainwise(const std::vector<std::string>& args, std::string* out, std::st
   for (const auto& a : args) cmd += " '" + a + "'";
   cmd += " >" + dir + "/out 2>" + dir + "/err";
   int rc = std::system(cmd.c_str());
-  auto slurp = [](const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  if (out) *out = slurp(dir + "/out");
-  if (err) *err = slurp(dir + "/err");
+  if (out) *out = ReadFile(dir + "/out");
+  if (err) *err = ReadFile(dir + "/err");
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;

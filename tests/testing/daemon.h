@@ -2,6 +2,8 @@
 // throw-away database, and talks HTTP/1.1 to it. Used by end-to-end tests.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -54,6 +56,10 @@ class Daemon {
 
 // A fresh temporary directory (removed by the caller or left for inspection).
 std::string MakeTempDir();
+// The whole file, or "" when it cannot be read.
+std::string ReadFile(const std::string& path);
+// Polls `pred` every 20 ms until it holds or `limit` passes; returns its last value.
+bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit = std::chrono::seconds(30));
 // Runs the drainwise binary with `args`, returns exit code and stdout.
 int RunDrainwise(const std::vector<std::string>& args, std::string* out, std::string* err = nullptr);
 
