@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 
 #include "advisor/advisor.h"
+#include "bench/preset.h"
 #include "fabric/generator.h"
 #include "model/snapshot.h"
 #include "policies/policy.h"
@@ -38,11 +39,8 @@ policies::Policy StrictPolicy() {
 const Fixture& Get() {
   static const Fixture f = [] {
     Fixture f;
-    auto preset = fabric::FindPreset("32k");
-    auto spec = fabric::GenerateFabric(preset->fabric);
-    auto jobs = fabric::GenerateJobs(spec, preset->fabric, preset->jobs);
-    auto topo = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
-    f.snapshot = model::MakeSnapshot(topo, 1, jobs, 1);
+    f.snapshot = bench::PresetSnapshot("32k");
+    const auto& topo = f.snapshot->topology;
     f.policy = StrictPolicy();
     // Rail-0 leaves of successive leaf groups, from the last pod backwards
     // (where the mix's many small multi-host jobs are), until about 20 jobs

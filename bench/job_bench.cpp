@@ -8,6 +8,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/preset.h"
 #include "fabric/generator.h"
 #include "model/snapshot.h"
 #include "sim/job_sim.h"
@@ -24,13 +25,7 @@ struct Fixture {
 const Fixture& Get32k() {
   static const Fixture f = [] {
     Fixture f;
-    auto preset = fabric::FindPreset("32k");
-    auto spec = fabric::GenerateFabric(preset->fabric);
-    auto jobs = fabric::GenerateJobs(spec, preset->fabric, preset->jobs);
-    auto topo = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
-    auto resolved = model::ResolveJobs(jobs, *topo);
-    if (!resolved) std::abort();
-    f.snapshot = model::MakeSnapshot(topo, 1, jobs, 1);
+    f.snapshot = bench::PresetSnapshot("32k");
     auto start = std::chrono::steady_clock::now();
     f.index = std::make_unique<sim::JobSimIndex>(f.snapshot);
     f.index_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
