@@ -21,18 +21,6 @@ namespace {
 using nlohmann::json;
 using testdata::ReadText;
 
-void ServeNetbox(loopback::LoopbackHttpServer& server) {
-  // Page size 2: the connector asks for the first page, then follows `next`
-  // (which names https://netbox.example.net, as a NetBox behind a proxy does).
-  server.Set("/api/dcim/devices/?limit=2", {200, ReadText("connectors/netbox_v4_devices_p1.json")});
-  server.Set("/api/dcim/devices/?limit=2&offset=2", {200, ReadText("connectors/netbox_v4_devices_p2.json")});
-  server.Set("/api/dcim/devices/?limit=2&offset=4", {200, ReadText("connectors/netbox_v4_devices_p3.json")});
-  server.Set("/api/dcim/interfaces/?limit=2&cabled=true", {200, ReadText("connectors/netbox_v4_interfaces_p1.json")});
-  server.Set("/api/dcim/interfaces/?cabled=true&limit=2&offset=2", {200, ReadText("connectors/netbox_v4_interfaces_p2.json")});
-  server.Set("/api/dcim/interfaces/?cabled=true&limit=2&offset=4", {200, ReadText("connectors/netbox_v4_interfaces_p3.json")});
-  server.Set("/api/dcim/cables/?limit=2", {200, ReadText("connectors/netbox_v4_cables_p1.json")});
-  server.Set("/api/dcim/cables/?limit=2&offset=2", {200, ReadText("connectors/netbox_v4_cables_p2.json")});
-}
 
 std::string SqueueOnTheseHosts() {
   // The fixture's running job, moved onto the hosts this NetBox knows.
@@ -71,7 +59,7 @@ bool Eventually(Pred pred, std::chrono::seconds limit = std::chrono::seconds(15)
 
 TEST_CASE("e2e: NetBox pages and slurmrestd over loopback HTTP -> topology + jobs; garbage -> stale, last good kept") {
   loopback::LoopbackHttpServer server;
-  ServeNetbox(server);
+  loopback::ServeNetboxPages(server);
   server.Set("/slurm/v0.0.42/jobs", {200, SqueueOnTheseHosts()});
   setenv("DRAINWISE_TEST_NETBOX_TOKEN", "0123456789abcdef", 1);
   setenv("DRAINWISE_TEST_SLURM_JWT", "eyJhbGciOi.test", 1);

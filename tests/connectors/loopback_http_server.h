@@ -21,6 +21,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "test_data.h"
+
 namespace drainwise::connectors::loopback {
 
 class LoopbackHttpServer {
@@ -123,5 +125,21 @@ class LoopbackHttpServer {
   std::map<std::string, Response> routes_;
   std::vector<Request> requests_;
 };
+
+// The paged NetBox 4.x fixtures (page size 2; `next` names the host a proxy
+// would advertise), as the NetBox connector asks for them.
+inline void ServeNetboxPages(LoopbackHttpServer& server) {
+  using testdata::ReadText;
+  server.Set("/api/dcim/devices/?limit=2", {200, ReadText("connectors/netbox_v4_devices_p1.json")});
+  server.Set("/api/dcim/devices/?limit=2&offset=2", {200, ReadText("connectors/netbox_v4_devices_p2.json")});
+  server.Set("/api/dcim/devices/?limit=2&offset=4", {200, ReadText("connectors/netbox_v4_devices_p3.json")});
+  server.Set("/api/dcim/interfaces/?limit=2&cabled=true", {200, ReadText("connectors/netbox_v4_interfaces_p1.json")});
+  server.Set("/api/dcim/interfaces/?cabled=true&limit=2&offset=2",
+             {200, ReadText("connectors/netbox_v4_interfaces_p2.json")});
+  server.Set("/api/dcim/interfaces/?cabled=true&limit=2&offset=4",
+             {200, ReadText("connectors/netbox_v4_interfaces_p3.json")});
+  server.Set("/api/dcim/cables/?limit=2", {200, ReadText("connectors/netbox_v4_cables_p1.json")});
+  server.Set("/api/dcim/cables/?limit=2&offset=2", {200, ReadText("connectors/netbox_v4_cables_p2.json")});
+}
 
 }  // namespace drainwise::connectors::loopback

@@ -31,14 +31,7 @@ json Source(const json& s, const std::string& name) {
 
 TEST_CASE("NetBox + slurmrestd + node_exporter sources bring the daemon to a full snapshot; garbage goes stale") {
   connectors::loopback::LoopbackHttpServer server;
-  server.Set("/api/dcim/devices/?limit=2", {200, ReadText("connectors/netbox_v4_devices_p1.json")});
-  server.Set("/api/dcim/devices/?limit=2&offset=2", {200, ReadText("connectors/netbox_v4_devices_p2.json")});
-  server.Set("/api/dcim/devices/?limit=2&offset=4", {200, ReadText("connectors/netbox_v4_devices_p3.json")});
-  server.Set("/api/dcim/interfaces/?limit=2&cabled=true", {200, ReadText("connectors/netbox_v4_interfaces_p1.json")});
-  server.Set("/api/dcim/interfaces/?cabled=true&limit=2&offset=2", {200, ReadText("connectors/netbox_v4_interfaces_p2.json")});
-  server.Set("/api/dcim/interfaces/?cabled=true&limit=2&offset=4", {200, ReadText("connectors/netbox_v4_interfaces_p3.json")});
-  server.Set("/api/dcim/cables/?limit=2", {200, ReadText("connectors/netbox_v4_cables_p1.json")});
-  server.Set("/api/dcim/cables/?limit=2&offset=2", {200, ReadText("connectors/netbox_v4_cables_p2.json")});
+  connectors::loopback::ServeNetboxPages(server);
   json squeue = json::parse(ReadText("fixtures/squeue.json"));
   squeue["jobs"][0]["nodes"] = "gpu[001-002]";  // the hosts this NetBox knows
   server.Set("/slurm/v0.0.42/jobs", {200, squeue.dump()});
