@@ -233,7 +233,7 @@ class AdvisorEngine : public DaemonEngine {
     auto j = ctx.snapshot->jobs->FindJob(job);
     if (!j) return NotFound(fmt::format("job: unknown job '{}'", job));
     auto adv = Advisor();
-    auto fsim = adv->FlowSim(ctx.snapshot, adv->options().flow, ctx.stop);
+    auto fsim = adv->FlowSim(Context(ctx), adv->options().flow, ctx.stop);
     if (!fsim) return tl::unexpected(fsim.error());
     auto rep = (*fsim)->Simulate(drain, ctx.stop);
     if (!rep) return tl::unexpected(rep.error());
