@@ -265,3 +265,33 @@ TEST_CASE("metrics labels are bounded: a route name or 'unmatched', a known meth
   CHECK(api.Route(Request("GET", "/v1/nothing")).RouteName() == "unmatched");
   CHECK(api.Route(Request("GET", "/v1//topology")).RouteName() == "unmatched");
 }
+
+TEST_CASE("every problem carries its HTTP status in the body") {
+  // Failing requests of every kind the API answers without an engine:
+  // empty bodies on every write (400), a broken target (400), no snapshot
+  // yet (503), unknown records (404), wrong methods (405).
+  auto db = std::move(*store::Store::Open(":memory:"));
+  server::State state(db.get());
+  server::Api api(&state, nullptr);
+  std::vector<server::ApiRequest> requests;
+  for (const auto& row : server::Api::Routes()) {
+    if (row.method == "POST" || row.method == "PUT") requests.push_back(Request(row.method, Concrete(row.pattern)));
+  }
+  for (const char* target : {"/v1/jobs/x1", "/v1/topology", "/v1/assessments/x1", "/readyz", "/v1//x", "/v1/%"}) {
+    requests.push_back(Request("GET", target));
+  }
+  requests.push_back(Request("DELETE", "/v1/drains/nope"));
+  requests.push_back(Request("PUT", "/v1/drains/nope"));
+  std::set<int> seen;
+  for (const auto& req : requests) {
+    INFO(req.method << " " << req.target);
+    auto r = api.Handle(req);
+    REQUIRE(r.status >= 400);
+    CHECK(r.content_type == "application/problem+json");
+    auto body = json::parse(r.body, nullptr, false);
+    REQUIRE(body.is_object());
+    CHECK(body["status"] == r.status);
+    seen.insert(r.status);
+  }
+  CHECK(seen == std::set<int>{400, 404, 405, 503});
+}
