@@ -14,7 +14,6 @@
 
 #include "app/commands.h"
 #include "app/daemon_config.h"
-#include "app/engine_impl.h"
 #include "app/live_telemetry.h"
 #include "connectors/source.h"
 #include "app/sd_notify.h"
@@ -262,7 +261,6 @@ int RunServe(const ServeArgs& args) {
     }
   }
   auto engine = engine::MakeEngine(Logger("engine"));
-  auto view_engine = MakeViewEngine(&state, engine.get());
   server::Metrics metrics;
   DeclareMetrics(metrics);
   // Connectors: each source polls on its own thread; a refresh that
@@ -353,7 +351,7 @@ int RunServe(const ServeArgs& args) {
                 {{"verdict", verdict.empty() ? "none" : verdict}});
     metrics.Observe("drainwise_simulation_duration_seconds", {{"kind", kind}}, seconds);
   };
-  server::Api api(&state, view_engine.get(), hooks);
+  server::Api api(&state, engine.get(), hooks);
   if (daemon_config.tokens) {
     log->info("authentication on: {} tokens from {}", daemon_config.tokens->size(), cfg.server.tokens_file);
     api.RequireTokens(daemon_config.tokens);

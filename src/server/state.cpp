@@ -30,10 +30,6 @@ ViewPtr State::view() const {
   return view_;
 }
 
-model::Drain State::ActiveDrainUnion(const model::Topology& topology) const {
-  return ResolveActive(view()->drains, topology);
-}
-
 model::Drain ResolveActive(const std::vector<ActiveDrain>& drains, const model::Topology& topology) {
   model::Drain all;
   for (const auto& d : drains) {
@@ -76,6 +72,7 @@ Result<PutOutcome> State::PublishSnapshotLocked(std::shared_ptr<const model::Top
   auto snap = model::MakeSnapshot(std::move(topology), topology_version, jobs, jobs_version);
   PutOutcome out;
   out.dropped_jobs = snap->dropped_jobs;
+  out.snapshot = snap;
   ServingView next = *view();
   next.snapshot = std::move(snap);
   next.published_at = Now();
@@ -150,7 +147,7 @@ Result<PutOutcome> State::PutTopology(const nlohmann::json& doc, const std::stri
   if (!put) return tl::unexpected(put.error());
   auto current = view()->snapshot;
   if (!put->created && current && current->topology_version == put->version) {
-    return PutOutcome{put->version, false, current->dropped_jobs};
+    return PutOutcome{put->version, false, current->dropped_jobs, current};
   }
   auto out = PublishSnapshotLocked(std::make_shared<const model::Topology>(std::move(*topo)), put->version,
                                    jobs_spec_, current ? current->jobs_version : 0);
@@ -175,7 +172,9 @@ Result<PutOutcome> State::PutJobs(const nlohmann::json& doc, const std::string& 
   info.items = static_cast<int64_t>(spec->jobs.size());
   auto put = store_->PutDocument(info, codec::JobsSpecToJson(*spec).dump());
   if (!put) return tl::unexpected(put.error());
-  if (!put->created && current->jobs_version == put->version) return PutOutcome{put->version, false, {}};
+  if (!put->created && current->jobs_version == put->version) {
+    return PutOutcome{put->version, false, current->dropped_jobs, current};
+  }
   auto out = PublishSnapshotLocked(current->topology, current->topology_version, std::move(*spec), put->version);
   if (!out) return out;
   out->version = put->version;
@@ -213,7 +212,7 @@ Result<PutOutcome> State::PutBothLocked(const nlohmann::json& topology_doc, cons
   if (!jput) return tl::unexpected(jput.error());
   auto current = view()->snapshot;
   if (current && current->topology_version == tput->version && current->jobs_version == jput->version) {
-    return PutOutcome{tput->version, false, current->dropped_jobs};
+    return PutOutcome{tput->version, false, current->dropped_jobs, current};
   }
   std::shared_ptr<const model::Topology> topology;
   if (current && current->topology_version == tput->version) {

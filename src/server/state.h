@@ -38,6 +38,7 @@ struct PutOutcome {
   int64_t version = 0;
   bool created = false;  // false: identical to the latest version
   std::vector<std::string> dropped_jobs;
+  model::SnapshotPtr snapshot;  // the snapshot this put published, or the one it left in force
 };
 
 struct ActiveDrain {
@@ -102,11 +103,8 @@ class State {
 
   store::Store& store() { return *store_; }
 
-  // Shorthands over view(), for readers that need one field only.
+  // view()->snapshot, for readers that need nothing else of the view.
   model::SnapshotPtr snapshot() const { return view()->snapshot; }
-  int64_t published_at() const { return view()->published_at; }
-  std::vector<ActiveDrain> active_drains() const { return view()->drains; }
-  model::Drain ActiveDrainUnion(const model::Topology& topology) const;
 
  private:
   // REQUIRES: write_mu_ held. Derives the rest of `next` (drain union, link

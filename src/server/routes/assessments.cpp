@@ -6,6 +6,7 @@
 
 #include "codec/json_reader.h"
 #include "codec/native.h"
+#include "engine/codec.h"
 #include "report/table.h"
 #include "server/api.h"
 #include "server/routes/common.h"
@@ -48,15 +49,16 @@ ApiResponse Api::PostAssessment(const RoutedRequest& rr) {
     auto prior = state_->store().FindByIdempotencyKey(key);
     if (!prior) return ErrorResponse(prior.error(), rr.path);
     if (*prior) {
-      auto r = WantsText(req, rr.query) ? TextResponse(200, engine_->RenderText("assessment", RecordJson(**prior)))
+      auto r = WantsText(req, rr.query) ? TextResponse(200, engine::RenderText("assessment", RecordJson(**prior)))
                                         : JsonResponse(200, RecordJson(**prior));
       r.headers.emplace_back("Location", "/v1/assessments/" + (*prior)->id);
       r.headers.emplace_back("Idempotent-Replayed", "true");
       return r;
     }
   }
-  auto snap = state_->snapshot();
-  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
+  auto view = state_->view();  // the one view this answer is computed on
+  if (!view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
+  const auto& snap = view->snapshot;
   std::string ticket, requested_by;
   try {
     codec::ObjectReader r(*body, "");
@@ -65,8 +67,11 @@ ApiResponse Api::PostAssessment(const RoutedRequest& rr) {
   } catch (const codec::FieldError& e) {
     return ErrorResponse(Error{ErrorCode::kInvalidArgument, e.what()}, rr.path);
   }
-  auto result = engine_->Assess(Context(req, snap), *body);
-  if (!result) return ErrorResponse(result.error(), rr.path);
+  auto typed = engine::ParseAssessRequest(*body, *snap->topology);
+  if (!typed) return ErrorResponse(typed.error(), rr.path);
+  auto outcome = engine_->Assess(*view, *typed, Call(req));
+  if (!outcome) return ErrorResponse(outcome.error(), rr.path);
+  json result = engine::AssessmentJson(*outcome, *view);
   store::AssessmentRecord rec;
   rec.id = routing::NewId("a", sequence_);
   rec.created_at = routing::NowSeconds();
@@ -75,16 +80,14 @@ ApiResponse Api::PostAssessment(const RoutedRequest& rr) {
   rec.requested_by = requested_by;
   rec.topology_version = snap->topology_version;
   rec.jobs_version = snap->jobs_version;
-  rec.verdict = result->verdict;
+  rec.verdict = engine::VerdictOf(result);
   rec.idempotency_key = key;
   rec.request = body->dump();
-  rec.result = result->body.dump();
+  rec.result = result.dump();
   if (auto st = state_->store().PutAssessment(rec); !st) return ErrorResponse(st.error(), rr.path);
-  if (hooks_.on_result) {
-    hooks_.on_result("assessment", rec.verdict, result->body.value("timings_ms", json::object()).value("total", 0.0) / 1e3);
-  }
+  if (hooks_.on_result) hooks_.on_result("assessment", rec.verdict, outcome->total_ms / 1e3);
   json out = RecordJson(rec);
-  auto r = WantsText(req, rr.query) ? TextResponse(201, engine_->RenderText("assessment", out)) : JsonResponse(201, out);
+  auto r = WantsText(req, rr.query) ? TextResponse(201, engine::RenderText("assessment", out)) : JsonResponse(201, out);
   r.headers.emplace_back("Location", "/v1/assessments/" + rec.id);
   return r;
 }
@@ -95,7 +98,7 @@ ApiResponse Api::GetAssessment(const RoutedRequest& rr) {
   if (!rec) return ErrorResponse(rec.error(), rr.path);
   if (!*rec) return ErrorResponse(Error{ErrorCode::kNotFound, fmt::format("unknown assessment '{}'", id)}, rr.path);
   json out = RecordJson(**rec);
-  if (WantsText(rr.request, rr.query)) return TextResponse(200, engine_->RenderText((*rec)->kind, out));
+  if (WantsText(rr.request, rr.query)) return TextResponse(200, engine::RenderText((*rec)->kind, out));
   return JsonResponse(200, out);
 }
 
@@ -131,8 +134,8 @@ ApiResponse Api::ListAssessments(const RoutedRequest& rr) {
 }
 
 ApiResponse Api::DrainCandidates(const RoutedRequest& rr) {
-  auto snap = state_->snapshot();
-  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
+  auto view = state_->view();
+  if (!view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
   std::string tier = rr.Query("tier");
   std::vector<std::string> switches;
   if (auto it = rr.query.find("switches"); it != rr.query.end()) {
@@ -146,12 +149,13 @@ ApiResponse Api::DrainCandidates(const RoutedRequest& rr) {
     }
   }
   if (tier.empty() && switches.empty()) tier = "spine";
-  auto r = engine_->DrainCandidates(Context(rr.request, snap), tier, switches);
-  if (!r) return ErrorResponse(r.error(), rr.path);
-  (*r)["topology_version"] = snap->topology_version;
-  (*r)["jobs_version"] = snap->jobs_version;
-  if (WantsText(rr.request, rr.query)) return TextResponse(200, engine_->RenderText("candidates", *r));
-  return JsonResponse(200, *r);
+  auto typed = engine::ResolveCandidates(tier, switches, *view->snapshot->topology);
+  if (!typed) return ErrorResponse(typed.error(), rr.path);
+  auto outcome = engine_->DrainCandidates(*view, *typed, Call(rr.request));
+  if (!outcome) return ErrorResponse(outcome.error(), rr.path);
+  json out = engine::CandidatesJson(*outcome, *view);
+  if (WantsText(rr.request, rr.query)) return TextResponse(200, engine::RenderText("candidates", out));
+  return JsonResponse(200, out);
 }
 
 ApiResponse Api::PostPlan(const RoutedRequest& rr) {
@@ -161,10 +165,14 @@ ApiResponse Api::PostPlan(const RoutedRequest& rr) {
   if (!body->is_object()) {
     return ErrorResponse(Error{ErrorCode::kInvalidArgument, "request body: expected an object"}, rr.path);
   }
-  auto snap = state_->snapshot();
-  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
-  auto result = engine_->Plan(Context(req, snap), *body);
-  if (!result) return ErrorResponse(result.error(), rr.path);
+  auto view = state_->view();
+  if (!view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
+  const auto& snap = view->snapshot;
+  auto typed = engine::ParsePlanRequest(*body, *snap->topology);
+  if (!typed) return ErrorResponse(typed.error(), rr.path);
+  auto outcome = engine_->Plan(*view, *typed, Call(req));
+  if (!outcome) return ErrorResponse(outcome.error(), rr.path);
+  json result = engine::PlanJson(*outcome, *view);
   store::AssessmentRecord rec;
   rec.id = routing::NewId("p", sequence_);
   rec.created_at = routing::NowSeconds();
@@ -173,15 +181,13 @@ ApiResponse Api::PostPlan(const RoutedRequest& rr) {
   rec.requested_by = body->value("requested_by", "");
   rec.topology_version = snap->topology_version;
   rec.jobs_version = snap->jobs_version;
-  rec.verdict = result->verdict;
+  rec.verdict = engine::VerdictOf(result);
   rec.request = body->dump();
-  rec.result = result->body.dump();
+  rec.result = result.dump();
   if (auto st = state_->store().PutAssessment(rec); !st) return ErrorResponse(st.error(), rr.path);
-  if (hooks_.on_result) {
-    hooks_.on_result("plan", rec.verdict, result->body.value("timings_ms", json::object()).value("total", 0.0) / 1e3);
-  }
+  if (hooks_.on_result) hooks_.on_result("plan", rec.verdict, outcome->total_ms / 1e3);
   json out = RecordJson(rec);
-  auto r = WantsText(req, rr.query) ? TextResponse(201, engine_->RenderText("plan", out)) : JsonResponse(201, out);
+  auto r = WantsText(req, rr.query) ? TextResponse(201, engine::RenderText("plan", out)) : JsonResponse(201, out);
   r.headers.emplace_back("Location", "/v1/assessments/" + rec.id);
   return r;
 }
