@@ -1,7 +1,6 @@
 // The engine's wire codec: JSON request documents into the engine's typed
 // requests (resolved against one topology), and typed results into the JSON
-// documents the API returns and stores. The server calls these at its edge;
-// the CLI uses the same parsers, so both accept the same documents.
+// documents the API returns and stores. The server calls these at its edge.
 #pragma once
 
 #include <string>
