@@ -138,8 +138,8 @@ class ConnectorFeed {
 // calibrated transport parameters stay in force) and the telemetry
 // thresholds. A file that no longer loads changes nothing. Returns what was
 // reloaded, or the error.
-Result<std::string> Reload(const std::string& config_path, const ConfigOverrides& overrides, const DaemonConfig& running,
-                           server::State& state, LiveTelemetry& telemetry) {
+Result<std::string> Reload(const std::string& config_path, const ConfigOverrides& overrides,
+                           const DaemonConfig& running, server::State& state, LiveTelemetry& telemetry) {
   if (config_path.empty()) return std::string("nothing (no --config file)");
   auto next = LoadDaemonConfig(config_path, overrides);
   if (!next) return tl::unexpected(next.error());

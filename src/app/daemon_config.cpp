@@ -25,7 +25,8 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path, const ConfigOverr
   if (!advisor) return tl::unexpected(advisor.error().Wrap(where));
   out.advisor = std::move(*advisor);
 
-  auto connectors = connectors::ParseConnectorsConfig(nlohmann::json{{"sources", cfg.sources}, {"profiles", cfg.profiles}});
+  auto connectors =
+      connectors::ParseConnectorsConfig(nlohmann::json{{"sources", cfg.sources}, {"profiles", cfg.profiles}});
   if (!connectors) return tl::unexpected(connectors.error().Wrap(where));
   out.connectors = std::move(*connectors);
 

@@ -77,7 +77,8 @@ TEST_CASE("SIGTERM during a long plan on the 32k preset: the daemon exits within
   REQUIRE(switches.size() == 120);
   unsigned short port = d.port();
   auto plan = std::async(std::launch::async, [port, switches] {
-    return testing::HttpCall(port, "POST", "/v1/plans", json{{"switches", switches}, {"modes", {"job", "flow"}}}.dump());
+    json request = {{"switches", switches}, {"modes", {"job", "flow"}}};
+    return testing::HttpCall(port, "POST", "/v1/plans", request.dump());
   });
   // Let the plan get going (it takes tens of seconds uninterrupted).
   REQUIRE(plan.wait_for(std::chrono::seconds(2)) == std::future_status::timeout);

@@ -65,7 +65,9 @@ TEST_CASE("concurrent PUT /v1/jobs and connector refreshes never lose either upd
       auto put = state.PutSpecs(&*spec, nullptr, "source:test");
       if (!put) return fail("PutSpecs: " + put.error().message);
       int served = Suffix(state.view()->snapshot->topology->name());
-      if (served < i) fail("topology fabric-" + std::to_string(i) + " lost: view serves fabric-" + std::to_string(served));
+      if (served < i) {
+        fail("topology fabric-" + std::to_string(i) + " lost: view serves fabric-" + std::to_string(served));
+      }
     }
   });
   // Drain changes in between, and a reader that never sees a version go back.
