@@ -1,5 +1,9 @@
 #include "server/http_server.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -38,6 +42,45 @@ Result<std::pair<std::string, unsigned short>> ParseListen(const std::string& li
   return std::make_pair(host, static_cast<unsigned short>(p));
 }
 
+namespace {
+
+// CPU priority of the worker pools' threads, as a nice value (Linux: per
+// thread). The I/O threads keep the process's own, so on a busy machine a
+// health check's few microseconds of work preempt simulations and renders
+// instead of waiting for a time slice behind them.
+constexpr int kWorkerNice = 10;
+
+// A fixed set of threads running posted work in order.
+class WorkerPool {
+ public:
+  WorkerPool(int threads, int nice) : guard_(net::make_work_guard(ctx_)) {
+    for (int i = 0; i < threads; ++i) {
+      threads_.emplace_back([this, nice] {
+        // Lowering a thread's priority needs no privilege; if it fails the
+        // pool still works, only without the preference.
+        (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice);
+        ctx_.run();
+      });
+    }
+  }
+  ~WorkerPool() { Join(); }
+  net::io_context& context() { return ctx_; }
+  // Runs what is queued (stopped requests answer at once), then ends the threads.
+  void Join() {
+    guard_.reset();
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  net::io_context ctx_;
+  net::executor_work_guard<net::io_context::executor_type> guard_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
 struct HttpServer::Impl {
   Api* api;
   config::ServerOptions options;
@@ -53,8 +96,8 @@ struct HttpServer::Impl {
   std::atomic<bool> stopped{false};
 
   net::io_context ioc;
-  net::thread_pool sim_workers;
-  net::thread_pool read_workers;
+  WorkerPool sim_workers;
+  WorkerPool read_workers;
   tcp::acceptor acceptor{ioc};
   std::vector<std::thread> io_threads;
   std::unique_ptr<net::ssl::context> tls;  // set when serving HTTPS
@@ -71,8 +114,8 @@ struct HttpServer::Impl {
       : api(a),
         options(std::move(o)),
         log(std::move(l)),
-        sim_workers(static_cast<size_t>(options.workers)),
-        read_workers(static_cast<size_t>(options.read_workers)) {}
+        sim_workers(options.workers, kWorkerNice),
+        read_workers(options.read_workers, kWorkerNice) {}
 };
 
 namespace {
@@ -446,7 +489,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         self->Pump();
       });
     };
-    net::post(sim ? s->sim_workers : s->read_workers, std::move(work));
+    net::post((sim ? s->sim_workers : s->read_workers).context(), std::move(work));
   }
 
   // ---- writing, in arrival order ----
@@ -591,8 +634,8 @@ HttpServer::~HttpServer() {
   for (auto& t : impl_->io_threads) {
     if (t.joinable()) t.join();
   }
-  impl_->sim_workers.join();
-  impl_->read_workers.join();
+  impl_->sim_workers.Join();
+  impl_->read_workers.Join();
 }
 
 Status HttpServer::Start() {

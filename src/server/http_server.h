@@ -9,10 +9,11 @@
 //   - simulation: a separate pool of `workers` threads (assessments, plans,
 //     candidates, calibration), at most `queue_limit` waiting or running.
 // The two pools are separate, so bulk reads cannot take the simulations'
-// threads or queue slots. Every pooled request has a deadline
-// (`assessment_deadline_s`, 504 past it, also when it is still waiting) and a
-// stop token that fires on the deadline, when the client goes away, and on
-// Stop().
+// threads or queue slots. Pool threads run at nice 10, so the I/O threads
+// (health checks) preempt them on a busy machine. Every pooled request has a
+// deadline (`assessment_deadline_s`, 504 past it, also when it is still
+// waiting) and a stop token that fires on the deadline, when the client goes
+// away, and on Stop().
 //
 // A connection may pipeline: up to 8 requests are read ahead, run one after
 // the other, and answered in order. HEAD answers carry the GET's headers and
