@@ -126,17 +126,6 @@ using Response = http::response<http::string_body>;
 // session stops reading (Beast's advanced server uses the same bound).
 constexpr size_t kPipelineLimit = 8;
 
-enum class Lane { kInline, kRead, kSimulation };
-
-// Where a request runs. Until the route table says so itself: the routes
-// flagged slow go to the pool, reads (GET/HEAD) to the read lane, the rest to
-// the simulation lane.
-Lane Classify(const Api& api, const ApiRequest& req) {
-  if (!api.IsSlow(req)) return Lane::kInline;
-  if (req.method == "GET" || req.method == "HEAD") return Lane::kRead;
-  return Lane::kSimulation;
-}
-
 ApiResponse InternalError() {
   ApiResponse r;
   r.status = 500;
@@ -148,9 +137,9 @@ ApiResponse InternalError() {
 
 // The last line of defence: whatever a handler throws becomes a 500, never
 // the end of the daemon.
-ApiResponse SafeHandle(Api& api, const ApiRequest& req) {
+ApiResponse SafeHandle(Api& api, RoutedRequest& routed) {
   try {
-    return api.Handle(req);
+    return api.Handle(routed);
   } catch (...) {
     return InternalError();
   }
@@ -209,11 +198,10 @@ struct RequestControl {
 
 // One request read from a connection, until its answer is written.
 struct Pending {
-  ApiRequest req;
+  RoutedRequest routed;  // routed once, on the I/O thread; its admission says where it runs
   std::string method, target, route;
   unsigned version = 11;
   bool keep_alive = true;
-  Lane lane = Lane::kInline;
   Clock::time_point start = Clock::now();
   std::shared_ptr<BodyReservation> body;
   std::shared_ptr<RequestControl> control;
@@ -329,23 +317,26 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     DisarmIdle();
     auto msg = parser_->release();
     Pending p;
-    p.req.method = std::string(msg.method_string());
-    p.req.target = std::string(msg.target());
-    p.req.body = std::move(msg.body());
-    p.req.peer = peer_;
+    ApiRequest req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    req.body = std::move(msg.body());
+    req.peer = peer_;
     for (const auto& f : msg) {
       std::string name(f.name_string());
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      p.req.headers[name] = std::string(f.value());
+      req.headers[name] = std::string(f.value());
     }
-    p.method = p.req.method;
-    p.target = p.req.target;
+    p.method = req.method;
+    p.target = req.target;
     p.version = msg.version();
     p.keep_alive = msg.keep_alive();
     p.body = std::move(body);
     try {
-      p.route = server_->api->RouteName(p.req);
-      p.lane = Classify(*server_->api, p.req);
+      // Decoded and matched once; 400/404/405 come back as routed.problem,
+      // answered inline.
+      p.routed = server_->api->Route(std::move(req));
+      p.route = p.routed.RouteName();
     } catch (...) {
       p.response = InternalError();
     }
@@ -427,9 +418,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void Start(Pending& p) {
     p.started = true;
     p.start = Clock::now();
-    if (p.lane == Lane::kInline) {
-      p.response = SafeHandle(*server_->api, p.req);
-      p.req = ApiRequest{};
+    if (p.routed.admission == Admission::kInline) {
+      p.response = SafeHandle(*server_->api, p.routed);
+      p.routed = RoutedRequest{};
       p.body.reset();
       return;
     }
@@ -438,7 +429,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       p.response = ErrorResponse(Error{ErrorCode::kUnavailable, "the daemon is shutting down"});
       return;
     }
-    const bool sim = p.lane == Lane::kSimulation;
+    const bool sim = p.routed.admission == Admission::kSimulation;
     std::atomic<int>& count = sim ? s->sim_queued : s->read_queued;
     const int limit = sim ? s->options.queue_limit : s->options.read_queue_limit;
     // Bounded queue per lane: refuse rather than pile up.
@@ -447,7 +438,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       p.response = ErrorResponse(Error{
           ErrorCode::kUnavailable,
           fmt::format("{} {} already queued; retry shortly", limit, sim ? "simulations" : "bulk reads")});
-      p.req = ApiRequest{};
+      p.routed = RoutedRequest{};
       p.body.reset();
       return;
     }
@@ -455,7 +446,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     // client hanging up and Stop() all reach the work through one stop token.
     auto control = std::make_shared<RequestControl>(s->stopping.get_token());
     p.control = control;
-    p.req.stop = control->stop.get_token();
+    p.routed.request.stop = control->stop.get_token();
     auto timer = std::make_shared<net::steady_timer>(stream_.get_executor());
     timer->expires_after(std::chrono::seconds(s->options.assessment_deadline_s));
     timer->async_wait([control](beast::error_code ec) {
@@ -464,12 +455,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       control->stop.request_stop();
     });
     s->pooled_in_flight.fetch_add(1);
-    auto work = [self = shared_from_this(), pending = &p, req = std::move(p.req), body = std::move(p.body), control,
-                 timer, sim]() mutable {
+    auto work = [self = shared_from_this(), pending = &p, routed = std::move(p.routed), body = std::move(p.body),
+                 control, timer, sim]() mutable {
       HttpServer::Impl* s = self->server_;
       ApiResponse res = control->stop.stop_requested() ? ErrorResponse(Error{ErrorCode::kCancelled, "cancelled"})
-                                                       : SafeHandle(*s->api, req);
-      req = ApiRequest{};  // the body's memory goes before the reservation does
+                                                       : SafeHandle(*s->api, routed);
+      routed = RoutedRequest{};  // the body's memory goes before the reservation does
       body.reset();
       if (res.status == 499) {
         if (control->deadline_hit) {
