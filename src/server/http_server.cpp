@@ -187,8 +187,10 @@ std::shared_ptr<BodyReservation> Reserve(std::atomic<int64_t>* total, int64_t by
 // One request's cancellation: its own stop source, fired by the deadline, by
 // the client going away, and (through the callback) by HttpServer::Stop().
 struct RequestControl {
+  enum Phase { kQueued, kRunning, kAbandoned };  // kAbandoned: answered 504 while still queued
   std::stop_source stop;
   std::atomic<bool> deadline_hit{false};
+  std::atomic<int> phase{kQueued};
   std::optional<std::stop_callback<std::function<void()>>> on_server_stop;
 
   explicit RequestControl(std::stop_token server) {
@@ -447,17 +449,33 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     auto control = std::make_shared<RequestControl>(s->stopping.get_token());
     p.control = control;
     p.routed.request.stop = control->stop.get_token();
+    // `pending` stays valid: deque elements do not move, and an entry leaves
+    // the pipeline only once answered.
+    Pending* pending = &p;
     auto timer = std::make_shared<net::steady_timer>(stream_.get_executor());
     timer->expires_after(std::chrono::seconds(s->options.assessment_deadline_s));
-    timer->async_wait([control](beast::error_code ec) {
+    timer->async_wait([self = shared_from_this(), control, pending, sim](beast::error_code ec) {
       if (ec) return;
       control->deadline_hit = true;
       control->stop.request_stop();
+      // Still waiting for a thread: answer now, the pool skips it later.
+      int queued = RequestControl::kQueued;
+      if (control->phase.compare_exchange_strong(queued, RequestControl::kAbandoned)) {
+        HttpServer::Impl* s = self->server_;
+        (sim ? s->sim_queued : s->read_queued).fetch_sub(1);
+        s->pooled_in_flight.fetch_sub(1);
+        pending->response = ErrorResponse(Error{
+            ErrorCode::kDeadlineExceeded,
+            fmt::format("request waited past the {} s deadline for a worker", s->options.assessment_deadline_s)});
+        self->Pump();
+      }
     });
     s->pooled_in_flight.fetch_add(1);
-    auto work = [self = shared_from_this(), pending = &p, routed = std::move(p.routed), body = std::move(p.body),
-                 control, timer, sim]() mutable {
+    auto work = [self = shared_from_this(), pending, routed = std::move(p.routed), body = std::move(p.body), control,
+                 timer, sim]() mutable {
       HttpServer::Impl* s = self->server_;
+      int queued = RequestControl::kQueued;
+      if (!control->phase.compare_exchange_strong(queued, RequestControl::kRunning)) return;  // answered already
       ApiResponse res = control->stop.stop_requested() ? ErrorResponse(Error{ErrorCode::kCancelled, "cancelled"})
                                                        : SafeHandle(*s->api, routed);
       routed = RoutedRequest{};  // the body's memory goes before the reservation does
@@ -471,8 +489,6 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         }
       }
       (sim ? s->sim_queued : s->read_queued).fetch_sub(1);
-      // `pending` stays valid: deque elements do not move, and this entry
-      // leaves the pipeline only once answered, which happens below.
       net::post(self->stream_.get_executor(), [self, pending, timer, res = std::move(res)]() mutable {
         timer->cancel();
         pending->response = std::move(res);

@@ -189,5 +189,15 @@ TEST_CASE("request bodies held at once are capped: 503 with Retry-After past bod
   fits.front() = '{';
   fits.back() = '}';
   CHECK(d.Call("POST", "/v1/assessments", fits).status == 400);
+  // A chunked body's size is unknown until read: it counts as
+  // body_limit_bytes (90,000), so 50,000 more do not fit beside it.
+  Conn chunked(d.port());
+  chunked.Send("POST /v1/assessments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n1\r\n{\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(d.Call("POST", "/v1/assessments", fits).status == 503);
+  chunked.Send("1\r\n}\r\n0\r\n\r\n");
+  CHECK(chunked.Read().result_int() == 400);
+  CHECK(d.Call("POST", "/v1/assessments", fits).status == 400);
   CHECK(d.Stop() == 0);
 }
