@@ -1,10 +1,12 @@
 #include "server/http_server.h"
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <optional>
@@ -187,7 +189,8 @@ std::shared_ptr<BodyReservation> Reserve(std::atomic<int64_t>* total, int64_t by
 // One request's cancellation: its own stop source, fired by the deadline, by
 // the client going away, and (through the callback) by HttpServer::Stop().
 struct RequestControl {
-  enum Phase { kQueued, kRunning, kAbandoned };  // kAbandoned: answered 504 while still queued
+  // kAbandoned: answered 504 while still queued; kAnswered: the pool's answer is back.
+  enum Phase { kQueued, kRunning, kAbandoned, kAnswered };
   std::stop_source stop;
   std::atomic<bool> deadline_hit{false};
   std::atomic<int> phase{kQueued};
@@ -385,6 +388,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         p.response = ErrorResponse(Error{ErrorCode::kCancelled, "the client went away"});
       }
     }
+    client_gone_ = true;
     if (cancelled) server_->log->info("{} went away: cancelling its simulation", peer_);
     if (pipeline_.empty()) return DoClose();
     MaybeWrite();
@@ -471,6 +475,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       }
     });
     s->pooled_in_flight.fetch_add(1);
+    if (read_closed_ && !reading_ && !client_gone_) WatchForHangup(control);
     auto work = [self = shared_from_this(), pending, routed = std::move(p.routed), body = std::move(p.body), control,
                  timer, sim]() mutable {
       HttpServer::Impl* s = self->server_;
@@ -489,8 +494,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         }
       }
       (sim ? s->sim_queued : s->read_queued).fetch_sub(1);
-      net::post(self->stream_.get_executor(), [self, pending, timer, res = std::move(res)]() mutable {
+      net::post(self->stream_.get_executor(), [self, pending, timer, control, res = std::move(res)]() mutable {
         timer->cancel();
+        control->phase = RequestControl::kAnswered;
         pending->response = std::move(res);
         self->server_->pooled_in_flight.fetch_sub(1);
         self->Pump();
@@ -547,8 +553,32 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     MaybeWrite();
   }
 
+  // With no read pending (the request asked to close the connection), a
+  // client that hangs up is seen by waiting for the socket to become
+  // readable: end-of-stream then means it went away. (Data instead is a
+  // request sent after "Connection: close", ignored.) DoClose() cancels it.
+  void WatchForHangup(std::shared_ptr<RequestControl> control) {
+    auto& socket = beast::get_lowest_layer(stream_).socket();
+    socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), control](beast::error_code ec) {
+      const int phase = control->phase;
+      if (ec || phase == RequestControl::kAbandoned || phase == RequestControl::kAnswered) return;
+      char byte;
+      ssize_t n = ::recv(beast::get_lowest_layer(self->stream_).socket().native_handle(), &byte, 1,
+                         MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+        if (!control->stop.stop_requested()) {
+          self->server_->log->info("{} went away: cancelling its simulation", self->peer_);
+        }
+        self->client_gone_ = true;
+        control->stop.request_stop();
+      }
+    });
+  }
+
   void DoClose() {
     DisarmIdle();
+    beast::error_code ignored;
+    beast::get_lowest_layer(stream_).socket().cancel(ignored);  // a hang-up watch; nothing else is pending
     if constexpr (kTls) {
       beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(5));
       stream_.async_shutdown([self = shared_from_this()](beast::error_code) {});
@@ -568,6 +598,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   bool reading_ = false;
   bool read_closed_ = false;  // nothing more is read: EOF, an error, or a request that ends the connection
   bool writing_ = false;
+  bool client_gone_ = false;  // seen end-of-stream: what it asked for is cancelled
   std::string peer_;
 };
 

@@ -115,6 +115,27 @@ TEST_CASE("413, 504, 503 and cancellation on hang-up") {
     CHECK(cancelled);
     CHECK(d.Get("/healthz").status == 200);
   }
+  SUBCASE("a client that asked to close and hangs up has its simulation cancelled too") {
+    {
+      boost::asio::io_context ioc;
+      boost::asio::ip::tcp::socket sock(ioc);
+      sock.connect({boost::asio::ip::make_address("127.0.0.1"), d.port()});
+      std::string body = SlowPlan();
+      std::string req = "POST /v1/plans HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                        "Content-Type: application/json\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body;
+      boost::asio::write(sock, boost::asio::buffer(req));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      sock.close();  // gone before the answer
+    }
+    bool cancelled = false;
+    for (int i = 0; i < 100 && !cancelled; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      cancelled = d.log().find("went away: cancelling its simulation") != std::string::npos;
+    }
+    CHECK(cancelled);
+    CHECK(d.Get("/healthz").status == 200);
+  }
   d.Stop();
   std::filesystem::remove_all(dir);
 }
