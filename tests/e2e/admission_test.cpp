@@ -145,3 +145,30 @@ TEST_CASE("out of file descriptors: the accept loop backs off, the log stays sma
   for (int i = 0; i < 20; ++i) CHECK(d.Get("/healthz").status == 200);
   CHECK(d.Stop() == 0);
 }
+
+TEST_CASE("config: the admission and body-memory options, their defaults and their rules") {
+  std::string dir = testing::MakeTempDir();
+  std::string out, err;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  // Defaults (docs/configuration.md).
+  REQUIRE(testing::RunDrainwise({"config", "show", write("empty.json", "{}")}, &out, &err) == 0);
+  CHECK(out.find("\"read_workers\": 2") != std::string::npos);
+  CHECK(out.find("\"read_queue_limit\": 32") != std::string::npos);
+  CHECK(out.find("\"body_memory_limit_bytes\": 268435456") != std::string::npos);
+  // Unset, the cap grows with a larger body limit (one largest body always fits).
+  REQUIRE(testing::RunDrainwise({"config", "show", write("big.json", R"({"server":{"body_limit_bytes":500000000}})")},
+                                &out, &err) == 0);
+  CHECK(out.find("\"body_memory_limit_bytes\": 500000000") != std::string::npos);
+  // Set below the body limit: refused, naming the field and the rule.
+  auto small = write("small.json", R"({"server":{"body_limit_bytes":100000,"body_memory_limit_bytes":50000}})");
+  CHECK(testing::RunDrainwise({"config", "check", small}, &out, &err) == 1);
+  CHECK(err.find("server.body_memory_limit_bytes") != std::string::npos);
+  CHECK(err.find("body_limit_bytes") != std::string::npos);
+  auto zero = write("zero.json", R"({"server":{"read_workers":0}})");
+  CHECK(testing::RunDrainwise({"config", "check", zero}, &out, &err) == 1);
+  CHECK(err.find("server.read_workers") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
