@@ -649,7 +649,7 @@ void DoAccept(HttpServer::Impl* s) {
   });
 }
 
-// After Stop(): answers of cancelled work go out, for at most `left`.
+// After Stop(): answers of cancelled work go out, until `until` at the latest.
 void StopWhenDrained(HttpServer::Impl* s, Clock::time_point until) {
   if (s->pooled_in_flight.load() == 0 || Clock::now() >= until) {
     if (s->pooled_in_flight.load() > 0) {
