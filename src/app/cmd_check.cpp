@@ -29,7 +29,7 @@ struct CheckArgs {
   bool fail_on_warn = false;
   bool flow = true;
   double timeout_s = 120;
-  RetryPolicy retry{.retries = 3, .max_wait_s = 30, .first_backoff_s = 1};
+  RetryPolicy retry{.retries = 5, .max_wait_s = 30, .first_backoff_s = 1};
 };
 
 // 128 random bits: unique per run of check, shared by its retries.
@@ -118,8 +118,9 @@ void RegisterCheck(CLI::App& app, int* exit_code) {
       "Exit codes: 0 allow (and warn without --fail-on-warn); 1 deny (and warn with --fail-on-warn); 2 usage,\n"
       "connection, TLS, authentication (401/403) or server error, and a 503 that outlasts the retries.\n"
       "Retries: after a 503 or a refused connection, check asks again at most --retries times (0-10),\n"
-      "waiting the 503's Retry-After, else 1 s doubled each time; it gives up when a wait would exceed\n"
-      "--max-retry-wait or end past --timeout, which bounds the whole run, attempts and waits included.\n"
+      "waiting the 503's Retry-After, else 1 s doubled each time, plus up to half that again at random.\n"
+      "It gives up when a wait would exceed --max-retry-wait or end past --timeout, which bounds the\n"
+      "whole run, attempts and waits included.\n"
       "Every attempt sends the same Idempotency-Key, so a repeat never records a second assessment.\n"
       "Token: --token-file FILE, --token T, or the DRAINWISE_TOKEN environment variable.");
   AddClientOptions(cmd, &args->client);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <thread>
 #include <type_traits>
 
@@ -302,6 +303,7 @@ RetriedReply DaemonClient::SendWithRetries(const std::string& method, const std:
   using Clock = std::chrono::steady_clock;
   auto deadline = Clock::now() + Millis(timeout_s);
   double backoff = policy.first_backoff_s;
+  std::mt19937_64 rng(std::random_device{}());
   RetriedReply out{MakeError(ErrorCode::kInternal, "no attempt"), 0, ""};
   while (true) {
     double left = std::chrono::duration<double>(deadline - Clock::now()).count();
@@ -336,8 +338,13 @@ RetriedReply DaemonClient::SendWithRetries(const std::string& method, const std:
       out.gave_up = fmt::format("waiting {:g} s more would pass --timeout {:g} s", wait, timeout_s);
       return out;
     }
+    // Up to half the wait again, at random: clients turned away together
+    // (one Retry-After for all) do not all come back in the same instant.
+    // Never earlier than asked, never past the bounds.
+    double jitter_cap = std::min({0.5 * wait, policy.max_wait_s - wait, left - wait - 0.05});
+    if (jitter_cap > 0) wait += std::uniform_real_distribution<double>(0, jitter_cap)(rng);
     if (on_retry) {
-      on_retry(fmt::format("{}; retry {} of {} in {:g} s", why, out.attempts, policy.retries, wait));
+      on_retry(fmt::format("{}; retry {} of {} in {:.1f} s", why, out.attempts, policy.retries, wait));
     }
     std::this_thread::sleep_for(Millis(wait));
   }

@@ -89,9 +89,10 @@ class DaemonClient {
   // `policy.retries` more times, all within `timeout_s` from now. A 503 waits
   // its Retry-After (delta-seconds or HTTP-date); otherwise the wait is
   // first_backoff_s, doubled each time. No retry when the wait would exceed
-  // policy.max_wait_s or end past `timeout_s`. `on_retry` hears one line per
-  // wait, before it. The request must be safe to repeat (an Idempotency-Key
-  // makes a POST so).
+  // policy.max_wait_s or end past `timeout_s`. A random extra of up to half
+  // the wait (within those bounds) spreads clients turned away together.
+  // `on_retry` hears one line per wait, before it. The request must be safe
+  // to repeat (an Idempotency-Key makes a POST so).
   RetriedReply SendWithRetries(const std::string& method, const std::string& path, const std::string& body,
                                double timeout_s, const RetryPolicy& policy, const HttpHeaders& headers = {},
                                const std::function<void(const std::string&)>& on_retry = {}) const;
