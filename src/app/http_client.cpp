@@ -147,11 +147,11 @@ Result<HttpReply> Exchange(const ServerUrl& u, const std::string& display, ssl::
     if (timed_out) {
       if (connecting) {
         return MakeError(ErrorCode::kDeadlineExceeded,
-                         fmt::format("{}: {} timed out after {:g} s", display, stage,
+                         fmt::format("{}: {} timed out after {:.3g} s", display, stage,
                                      std::chrono::duration<double>(connect_limit).count()));
       }
       return MakeError(ErrorCode::kDeadlineExceeded,
-                       fmt::format("{}: no answer within {:g} s ({})", display, timeout_s, stage));
+                       fmt::format("{}: no answer within {:.3g} s ({})", display, timeout_s, stage));
     }
     if (failure == net::error::connection_refused) {
       return MakeError(ErrorCode::kUnavailable, fmt::format("{}: connection refused", display));

@@ -28,7 +28,7 @@ namespace net = boost::asio;
 using Clock = std::chrono::steady_clock;
 
 struct Scripted {
-  int status = 503;
+  int status = 503;         // 0: accept, never read nor answer (the connection stays open)
   std::string retry_after;  // "" = no header
   std::string body = R"({"type":"about:blank","title":"Service Unavailable","status":503,"detail":"queue full"})";
 };
@@ -73,6 +73,14 @@ class FakeDaemon {
   }
   // Blocking is fine here: check sends one request per connection.
   void Serve(net::ip::tcp::socket socket) {
+    {
+      std::lock_guard lock(mu_);
+      if (script_[std::min(seen_.size() + 1, script_.size()) - 1].status == 0) {
+        seen_.push_back({Clock::now(), "", "", ""});
+        silent_.push_back(std::move(socket));
+        return;
+      }
+    }
     beast::error_code ec;
     beast::flat_buffer buffer;
     http::request<http::string_body> req;
@@ -101,6 +109,7 @@ class FakeDaemon {
   std::thread thread_;
   std::mutex mu_;
   std::vector<Seen> seen_;
+  std::vector<net::ip::tcp::socket> silent_;  // connections never answered
 };
 
 const Scripted kAllow{201, "", R"({"id":"a-1","verdict":"allow"})"};
@@ -267,4 +276,30 @@ TEST_CASE("concurrent checks against a daemon with one worker and a queue of one
   auto list = d.Get("/v1/assessments").Json();
   REQUIRE(list.is_object());
   CHECK(list["assessments"].size() == 8);  // one each: retries recorded nothing twice
+}
+
+TEST_CASE("a daemon that never answers: check stops at its timeouts and does not retry") {
+  std::string out, err;
+  // Plain http: the request goes out, no answer comes; --timeout ends it.
+  FakeDaemon mute({Scripted{0}});
+  auto t0 = Clock::now();
+  CHECK(testing::RunDrainwise({"check", "--server", mute.url(), "--switch", "s1", "--timeout", "2"}, &out, &err) == 2);
+  double took = Seconds(Clock::now() - t0);
+  CHECK(took >= 1.9);
+  CHECK(took < 5);
+  CHECK_MESSAGE(err.find("no answer within 2 s") != std::string::npos, err);
+  CHECK(mute.seen().size() == 1);
+
+  // https to a server that never speaks TLS: the handshake is part of
+  // connecting, so --connect-timeout ends it long before --timeout.
+  FakeDaemon silent({Scripted{0}});
+  std::string https = "https://127.0.0.1:" + silent.url().substr(silent.url().rfind(':') + 1);
+  t0 = Clock::now();
+  CHECK(testing::RunDrainwise({"check", "--server", https, "--switch", "s1", "--connect-timeout", "1", "--timeout", "60"},
+                              &out, &err) == 2);
+  took = Seconds(Clock::now() - t0);
+  CHECK(took >= 0.9);
+  CHECK(took < 5);
+  CHECK_MESSAGE(err.find("TLS handshake timed out after 1 s") != std::string::npos, err);
+  CHECK(silent.seen().size() == 1);
 }
