@@ -113,6 +113,7 @@ class FakeDaemon {
 };
 
 const Scripted kAllow{201, "", R"({"id":"a-1","verdict":"allow"})"};
+const Scripted kSilent{0, "", ""};
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -281,7 +282,7 @@ TEST_CASE("concurrent checks against a daemon with one worker and a queue of one
 TEST_CASE("a daemon that never answers: check stops at its timeouts and does not retry") {
   std::string out, err;
   // Plain http: the request goes out, no answer comes; --timeout ends it.
-  FakeDaemon mute({Scripted{0}});
+  FakeDaemon mute({kSilent});
   auto t0 = Clock::now();
   CHECK(testing::RunDrainwise({"check", "--server", mute.url(), "--switch", "s1", "--timeout", "2"}, &out, &err) == 2);
   double took = Seconds(Clock::now() - t0);
@@ -292,7 +293,7 @@ TEST_CASE("a daemon that never answers: check stops at its timeouts and does not
 
   // https to a server that never speaks TLS: the handshake is part of
   // connecting, so --connect-timeout ends it long before --timeout.
-  FakeDaemon silent({Scripted{0}});
+  FakeDaemon silent({kSilent});
   std::string https = "https://127.0.0.1:" + silent.url().substr(silent.url().rfind(':') + 1);
   t0 = Clock::now();
   CHECK(testing::RunDrainwise({"check", "--server", https, "--switch", "s1", "--connect-timeout", "1", "--timeout", "60"},
