@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <thread>
 #include <type_traits>
