@@ -56,8 +56,9 @@ int RunCalibrate(const CalibrateArgs& a) {
 void RegisterCalibrate(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<CalibrateArgs>();
   auto* cmd = app.add_subcommand("calibrate", "Fit the flow model's transport parameters to observed iteration times");
-  cmd->footer("Exit codes: 0 fitted (and applied with --apply), 1 the daemon refused (the reason on stderr),\n"
-              "2 usage, connection or TLS error. Token: --token-file FILE, --token T or DRAINWISE_TOKEN.");
+  cmd->footer(
+      "Exit codes: 0 fitted (and applied with --apply), 1 the daemon refused (the reason on stderr),\n"
+      "2 usage, connection or TLS error. Token: --token-file FILE, --token T or DRAINWISE_TOKEN.");
   AddClientOptions(cmd, &args->client);
   cmd->add_option("--timeout", args->timeout_s, "Seconds to wait for the fit")
       ->capture_default_str()

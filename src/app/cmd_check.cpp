@@ -71,10 +71,9 @@ int RunCheck(const CheckArgs& a) {
   auto sent = client->SendWithRetries(
       "POST", "/v1/assessments", body.dump(), a.timeout_s, a.retry, {{"Idempotency-Key", NewIdempotencyKey()}},
       [](const std::string& line) { fmt::print(stderr, "drainwise check: {}\n", line); });
-  std::string attempts =
-      sent.gave_up.empty()
-          ? ""
-          : fmt::format(" (gave up after {} attempt{}: {})", sent.attempts, sent.attempts == 1 ? "" : "s", sent.gave_up);
+  std::string attempts = sent.gave_up.empty() ? ""
+                                              : fmt::format(" (gave up after {} attempt{}: {})", sent.attempts,
+                                                            sent.attempts == 1 ? "" : "s", sent.gave_up);
   if (!sent.last) {
     fmt::print(stderr, "drainwise check: {}{}\n", sent.last.error().message, attempts);
     return 2;
@@ -95,8 +94,8 @@ int RunCheck(const CheckArgs& a) {
   } else {
     // The same table the server renders for ?format=text, fetched by id so
     // the summary is exactly what was stored.
-    auto text = client->Send("GET", "/v1/assessments/" + doc.value("id", "") + "?format=text", "", 30, {},
-                             "text/plain");
+    auto text =
+        client->Send("GET", "/v1/assessments/" + doc.value("id", "") + "?format=text", "", 30, {}, "text/plain");
     if (text && text->status == 200) {
       fmt::print("{}", text->body);
     } else {
@@ -112,8 +111,8 @@ int RunCheck(const CheckArgs& a) {
 
 void RegisterCheck(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<CheckArgs>();
-  auto* cmd = app.add_subcommand(
-      "check", "Ask a running daemon whether a drain may go ahead (exit 0 allow, 1 deny, 2 error)");
+  auto* cmd =
+      app.add_subcommand("check", "Ask a running daemon whether a drain may go ahead (exit 0 allow, 1 deny, 2 error)");
   cmd->footer(
       "Exit codes: 0 allow (and warn without --fail-on-warn); 1 deny (and warn with --fail-on-warn); 2 usage,\n"
       "connection, TLS, authentication (401/403) or server error, and a 503 that outlasts the retries.\n"

@@ -15,6 +15,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <fmt/format.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -23,7 +24,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace drainwise::app {
@@ -78,11 +78,10 @@ Result<HttpReply> Exchange(const ServerUrl& u, const std::string& display, ssl::
     // "hostname mismatch" / "IP address mismatch".
     SSL* native = stream->native_handle();
     X509_VERIFY_PARAM* param = SSL_get0_param(native);
-    bool ok = IsIpLiteral(u.host)
-                  ? X509_VERIFY_PARAM_set1_ip_asc(param, u.host.c_str()) == 1
-                  : SSL_set_tlsext_host_name(native, u.host.c_str()) == 1 &&
-                        (X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS),
-                         X509_VERIFY_PARAM_set1_host(param, u.host.c_str(), 0) == 1);
+    bool ok = IsIpLiteral(u.host) ? X509_VERIFY_PARAM_set1_ip_asc(param, u.host.c_str()) == 1
+                                  : SSL_set_tlsext_host_name(native, u.host.c_str()) == 1 &&
+                                        (X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS),
+                                         X509_VERIFY_PARAM_set1_host(param, u.host.c_str(), 0) == 1);
     if (!ok) return MakeError(ErrorCode::kIo, fmt::format("{}: cannot set the TLS server name", display));
   } else {
     stream.emplace(ioc);
@@ -158,8 +157,9 @@ Result<HttpReply> Exchange(const ServerUrl& u, const std::string& display, ssl::
       return MakeError(ErrorCode::kUnavailable, fmt::format("{}: connection refused", display));
     }
     if (!u.tls && stage == std::string_view("read") && failure == http::error::end_of_stream) {
-      return MakeError(ErrorCode::kIo,
-                       fmt::format("{}: the connection closed without an answer (does the daemon serve https?)", display));
+      return MakeError(
+          ErrorCode::kIo,
+          fmt::format("{}: the connection closed without an answer (does the daemon serve https?)", display));
     }
     if (failure == http::error::body_limit) {
       return MakeError(ErrorCode::kIo, fmt::format("{}: answer larger than {} bytes", display, kBodyLimit));
@@ -297,9 +297,8 @@ Result<HttpReply> DaemonClient::Send(const std::string& method, const std::strin
   }
 }
 
-RetriedReply DaemonClient::SendWithRetries(const std::string& method, const std::string& path,
-                                           const std::string& body, double timeout_s, const RetryPolicy& policy,
-                                           const HttpHeaders& headers,
+RetriedReply DaemonClient::SendWithRetries(const std::string& method, const std::string& path, const std::string& body,
+                                           double timeout_s, const RetryPolicy& policy, const HttpHeaders& headers,
                                            const std::function<void(const std::string&)>& on_retry) const {
   using Clock = std::chrono::steady_clock;
   auto deadline = Clock::now() + Millis(timeout_s);
@@ -330,8 +329,8 @@ RetriedReply DaemonClient::SendWithRetries(const std::string& method, const std:
     }
     if (!asked_wait) backoff *= 2;
     if (wait > policy.max_wait_s) {
-      out.gave_up = fmt::format("the server asks to wait {:g} s, more than --max-retry-wait {:g} s", wait,
-                                policy.max_wait_s);
+      out.gave_up =
+          fmt::format("the server asks to wait {:g} s, more than --max-retry-wait {:g} s", wait, policy.max_wait_s);
       return out;
     }
     left = std::chrono::duration<double>(deadline - Clock::now()).count();

@@ -81,9 +81,8 @@ class DaemonClient {
   // (nothing was sent, so sending again is safe); kDeadlineExceeded = a
   // timeout; kIo = anything else (resolve, TLS handshake or certificate,
   // reset). Messages name the server and the stage that failed.
-  Result<HttpReply> Send(const std::string& method, const std::string& path, const std::string& body,
-                         double timeout_s, const HttpHeaders& headers = {},
-                         const std::string& accept = "application/json") const;
+  Result<HttpReply> Send(const std::string& method, const std::string& path, const std::string& body, double timeout_s,
+                         const HttpHeaders& headers = {}, const std::string& accept = "application/json") const;
 
   // Send, sent again after a 503 or a refused connection, at most
   // `policy.retries` more times, all within `timeout_s` from now. A 503 waits

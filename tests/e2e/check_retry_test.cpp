@@ -225,8 +225,8 @@ TEST_CASE("check retries a refused connection with a doubling wait, then gives u
   std::string out, err;
   auto t0 = Clock::now();
   CHECK(testing::RunDrainwise(
-            {"check", "--server", "http://127.0.0.1:" + std::to_string(port), "--switch", "s1", "--retries", "2"},
-            &out, &err) == 2);
+            {"check", "--server", "http://127.0.0.1:" + std::to_string(port), "--switch", "s1", "--retries", "2"}, &out,
+            &err) == 2);
   double took = Seconds(Clock::now() - t0);
   CHECK_MESSAGE(err.find("connection refused; retry 1 of 2 in 1.") != std::string::npos, err);
   CHECK(err.find("connection refused; retry 2 of 2 in ") != std::string::npos);
@@ -262,8 +262,8 @@ TEST_CASE("concurrent checks against a daemon with one worker and a queue of one
   for (int i = 0; i < 8; ++i) {
     clients.emplace_back([&, i] {
       std::string out;
-      rcs[i] = testing::RunDrainwise({"check", "--server", server, "--switch", spines[i % 4], "--format", "json"},
-                                     &out, &errs[i]);
+      rcs[i] = testing::RunDrainwise({"check", "--server", server, "--switch", spines[i % 4], "--format", "json"}, &out,
+                                     &errs[i]);
     });
   }
   for (auto& t : clients) t.join();
@@ -296,8 +296,9 @@ TEST_CASE("a daemon that never answers: check stops at its timeouts and does not
   FakeDaemon silent({kSilent});
   std::string https = "https://127.0.0.1:" + silent.url().substr(silent.url().rfind(':') + 1);
   t0 = Clock::now();
-  CHECK(testing::RunDrainwise({"check", "--server", https, "--switch", "s1", "--connect-timeout", "1", "--timeout", "60"},
-                              &out, &err) == 2);
+  CHECK(testing::RunDrainwise(
+            {"check", "--server", https, "--switch", "s1", "--connect-timeout", "1", "--timeout", "60"}, &out, &err) ==
+        2);
   took = Seconds(Clock::now() - t0);
   CHECK(took >= 0.9);
   CHECK(took < 5);

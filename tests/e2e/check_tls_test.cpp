@@ -104,8 +104,7 @@ TEST_CASE("check and calibrate reach a daemon with TLS and tokens on") {
   }
   {
     INFO("a token file that cannot be read is named");
-    CHECK(check({"--server", server, "--ca-file", dir + "/ca.pem", "--token-file", dir + "/missing"}, &out, &err) ==
-          2);
+    CHECK(check({"--server", server, "--ca-file", dir + "/ca.pem", "--token-file", dir + "/missing"}, &out, &err) == 2);
     CHECK_MESSAGE(err.find(dir + "/missing") != std::string::npos, err);
   }
   {
