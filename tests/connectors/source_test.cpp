@@ -185,7 +185,8 @@ TEST_CASE("documents of every kind through the source entry point") {
   auto empty = ParseSourceDocument(Config({{"name", "nb"}, {"kind", "netbox"}, {"path", "x"}}),
                                    R"({"devices": [], "interfaces": [], "cables": []})", 0);
   REQUIRE_FALSE(empty.has_value());
-  CHECK(empty.error().message == "source nb: topology is empty");
+  CHECK(empty.error().message ==
+        "source nb: netbox: 0 of 0 cable terminations gave a fabric link: NetBox returned no cables");
   auto garbage = ParseSourceDocument(Config({{"name", "sq"}, {"kind", "slurm"}, {"path", "x"}}), "<html>oops</html>", 0);
   REQUIRE_FALSE(garbage.has_value());
   CHECK(garbage.error().message.find("source sq: slurm: malformed JSON at byte") == 0);
