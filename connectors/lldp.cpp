@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "connectors/topology_merge.h"
 #include "connectors/util.h"
 
 namespace drainwise::connectors {
@@ -103,11 +104,6 @@ Result<std::vector<LldpNeighbor>> ParseLldpctl(const json& doc, Diagnostics* dia
 
 namespace {
 
-bool IsAddress(std::string_view s) {
-  if (s.find(':') != std::string_view::npos) return true;  // IPv6
-  return !s.empty() && s.find_first_not_of("0123456789.") == std::string_view::npos;
-}
-
 bool AnyGlob(const std::vector<std::string>& patterns, std::string_view text) {
   std::string lower = internal::ToLower(text);
   for (const auto& p : patterns) {
@@ -137,16 +133,7 @@ std::string TierOfLevel(int level, const std::string& hint, const LldpOptions& o
 }  // namespace
 
 std::string NormaliseSystemName(std::string_view name, const LldpOptions& options) {
-  std::string n(internal::Trim(name));
-  std::string lower = internal::ToLower(n);
-  for (const auto& [from, to] : options.aliases) {
-    if (internal::ToLower(from) == lower) return to;
-  }
-  if (options.strip_domain && !IsAddress(n)) {
-    auto dot = n.find('.');
-    if (dot != std::string::npos && dot > 0) n.resize(dot);
-  }
-  return n;
+  return NormaliseDeviceName(name, NameOptions{options.aliases, options.strip_domain});
 }
 
 Result<model::TopologySpec> MergeLldpReports(const std::map<std::string, std::vector<LldpNeighbor>>& reports,
