@@ -8,6 +8,10 @@
 // parse fails, publishes nothing when a refresh changes nothing, and combines
 // the sources into one topology spec, one jobs spec and one telemetry list,
 // delivered through a callback. See docs/connectors.md.
+//
+// Implemented in three files: source_config.cpp (parsing the configuration),
+// source_load.cpp (fetching and parsing one source) and source_manager.cpp
+// (polling, status and combining).
 #pragma once
 
 #include <condition_variable>
