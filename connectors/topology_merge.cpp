@@ -190,7 +190,6 @@ Result<MergedTopology> MergeTopologies(const std::vector<TopologyContribution>& 
     return s;
   };
 
-  std::set<std::string> linked;
   for (const auto& cab : cables) {
     bool intended = !cab.intent_sources.empty();
     bool seen = !cab.observed_sources.empty();
@@ -226,8 +225,6 @@ Result<MergedTopology> MergeTopologies(const std::vector<TopologyContribution>& 
       if (std::find(srcs.begin(), srcs.end(), s) == srcs.end()) srcs.push_back(s);
     }
     out.link_sources.push_back(std::move(srcs));
-    linked.insert(cab.x.device);
-    linked.insert(cab.y.device);
   }
 
   // Devices one side knows and the other does not (only when both sides exist).
@@ -247,9 +244,7 @@ Result<MergedTopology> MergeTopologies(const std::vector<TopologyContribution>& 
     }
   }
 
-  for (const auto& id : order) {
-    if (linked.count(id)) out.spec.nodes.push_back(nodes.at(id));
-  }
+  for (const auto& id : order) out.spec.nodes.push_back(nodes.at(id));
   return out;
 }
 

@@ -50,7 +50,7 @@ struct TopologyContribution {
 
 struct NameOptions {
   std::map<std::string, std::string> aliases;  // any spelling -> the topology's name (case-insensitive)
-  bool strip_domain = true;                    // "leaf01.dc1.example.com" -> "leaf01"; IPs kept
+  bool strip_domain = false;                   // "leaf01.dc1.example.com" -> "leaf01"; IPs kept
 };
 // The normalised form of a device name under `options` (aliases first).
 std::string NormaliseDeviceName(std::string_view name, const NameOptions& options);

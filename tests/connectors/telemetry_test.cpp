@@ -123,6 +123,7 @@ TEST_CASE("telemetry maps onto links by port name; both ends merge") {
   InterfaceTelemetry by_fqdn = leaf;
   by_fqdn.device = "LEAF-A01.dc1.example.com";
   NameOptions names;
+  names.strip_domain = true;
   names.aliases = {{"10.0.0.11", "leaf-a01"}};
   for (const auto& keyed : {by_ip, by_fqdn}) {
     CAPTURE(keyed.device);
