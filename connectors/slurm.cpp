@@ -67,6 +67,7 @@ Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text, const 
     if (!internal::Trim(cur).empty()) logical.emplace_back(start_line, cur);
   }
 
+  HostlistBudget hostlists;  // every Switches= and Nodes= of the file together
   for (const auto& [line_no, text_line] : logical) {
     auto where = [&, line_no = line_no](const std::string& msg) {
       return InvalidArgument(fmt::format("topology.conf line {}: {}", line_no, msg));
@@ -88,7 +89,7 @@ Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text, const 
       if (key == "switchname") {
         sw.name = std::string(value);
       } else if (key == "switches" || key == "nodes") {
-        auto hosts = ExpandHostlist(value);
+        auto hosts = ExpandHostlist(value, hostlists);
         if (!hosts) return where(fmt::format("{}: {}", token.substr(0, eq), hosts.error().message));
         auto& dst = key == "switches" ? sw.switches : sw.nodes;
         dst.insert(dst.end(), hosts->begin(), hosts->end());
@@ -234,12 +235,13 @@ Result<model::JobsSpec> ParseSlurmJobs(const nlohmann::json& doc, const SlurmJob
     }
     if (!top.Has("jobs")) throw FieldError("jobs", "required");
     model::JobsSpec spec;
+    HostlistBudget hostlists;  // the nodes of every job of the reply together
     for (const auto& r : top.Objects("jobs")) {
       auto states = JobStates(r);
       if (std::find(states.begin(), states.end(), "RUNNING") == states.end()) continue;
       std::string nodes = r.StringOr("nodes", "");
       if (internal::Trim(nodes).empty()) continue;
-      auto hosts = ExpandHostlist(nodes);
+      auto hosts = ExpandHostlist(nodes, hostlists);
       if (!hosts) throw FieldError(r.Child("nodes"), hosts.error().message);
       model::JobSpec j;
       auto id = SlurmNumber(r, "job_id");
