@@ -100,7 +100,7 @@ Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text, const 
   int block_sizes_line = 0;
   std::vector<std::string> unplaced;  // nodes under topograph's no-topology
   std::map<std::string, size_t> by_name;
-  size_t expanded = 0;  // hosts and switches named so far, against kMaxTopologyHosts
+  HostlistBudget hostlists;  // every Switches= and Nodes= of the file together
 
   for (const auto& [line_no, text_line] : LogicalLines(text)) {
     auto where = [&, line_no = line_no](const std::string& msg) {
@@ -144,14 +144,8 @@ Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text, const 
         if (block_sizes.empty()) return where("BlockSizes: empty");
         block_sizes_line = line_no;
       } else if (key == "switches" || key == "nodes") {
-        auto hosts = ExpandHostlist(value);
+        auto hosts = ExpandHostlist(value, hostlists);
         if (!hosts) return where(fmt::format("{}: {}", token.substr(0, eq), hosts.error().message));
-        expanded += hosts->size();
-        if (expanded > kMaxTopologyHosts) {
-          return where(fmt::format("{}: the file expands to more than {} names (Slurm's bound on a topology); "
-                                   "check the ranges on this line",
-                                   token.substr(0, eq), kMaxTopologyHosts));
-        }
         auto& dst = key == "switches" ? sw.switches : sw.nodes;
         dst.insert(dst.end(), hosts->begin(), hosts->end());
         (key == "switches" ? has_switches : has_nodes) = true;
@@ -411,6 +405,7 @@ Result<model::JobsSpec> ParseSlurmJobs(const nlohmann::json& doc, const SlurmJob
     if (!top.Has("jobs")) throw FieldError("jobs", "required");
     model::JobsSpec spec;
     const json& list = top.Array("jobs");
+    HostlistBudget hostlists;  // the nodes of every job of the reply together
     for (size_t i = 0; i < list.size(); ++i) {
       std::string where = fmt::format("jobs[{}]", i);
       // One job that cannot be read is skipped and named; the rest apply.
@@ -425,7 +420,7 @@ Result<model::JobsSpec> ParseSlurmJobs(const nlohmann::json& doc, const SlurmJob
         if (!id) throw FieldError(r.Child("job_id"), "required");
         std::string job_id = options.id_prefix + fmt::format("{}", static_cast<int64_t>(*id));
         where = "job " + job_id;
-        auto hosts = ExpandHostlist(nodes);
+        auto hosts = ExpandHostlist(nodes, hostlists);
         if (!hosts) throw FieldError(r.Child("nodes"), hosts.error().message);
         model::JobSpec j;
         j.id = job_id;

@@ -28,10 +28,6 @@ struct SlurmTopologyOptions {
   std::string block_spine = "block-fabric";
 };
 
-// Slurm's limit on the hosts one topology.conf may expand to (every Nodes= and
-// Switches= together); a line past it is refused, naming the line.
-inline constexpr size_t kMaxTopologyHosts = 1'000'000;
-
 // topology.conf in either of Slurm's two hierarchical formats:
 //
 // topology/tree: "SwitchName=x Switches=<hostlist>" and "SwitchName=x
@@ -54,7 +50,8 @@ inline constexpr size_t kMaxTopologyHosts = 1'000'000;
 //
 // A file mixing SwitchName= and BlockName= lines is refused. Errors name the
 // line: unknown keys, undefined or duplicate switches, cycles, bad hostlists,
-// hostlists past kMaxTopologyHosts.
+// hostlists past the bounds of hostlist.h (every line of a file shares one
+// document budget).
 Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text,
                                                    const SlurmTopologyOptions& options = {},
                                                    Diagnostics* diagnostics = nullptr);
