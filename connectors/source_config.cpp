@@ -59,7 +59,7 @@ void ParseKindOptions(SourceConfig& c, const ObjectReader& o) {
     if (c.netbox_page_size < 1 || c.netbox_page_size > 1000) throw FieldError(o.Child("page_size"), "must be within [1, 1000]");
   } else if (c.kind == "lldp") {
     o.RejectUnknown({"name", "tier_patterns", "tier_levels", "default_gbps", "port_gbps", "gpus_per_host",
-                     "local_system"});
+                     "local_system", "fabric_ports", "aliases", "strip_domain"});
     auto& l = c.lldp;
     l.name = o.StringOr("name", c.name);
     if (o.Has("tier_patterns")) {
@@ -75,6 +75,9 @@ void ParseKindOptions(SourceConfig& c, const ObjectReader& o) {
     l.port_gbps = NumberMap(o, "port_gbps");
     l.gpus_per_host = static_cast<int>(o.IntOr("gpus_per_host", l.gpus_per_host));
     c.lldp_local_system = o.StringOr("local_system", "");
+    if (o.Has("fabric_ports")) l.fabric_ports = o.StringList("fabric_ports");
+    if (o.Has("aliases")) l.aliases = o.StringMap("aliases");
+    l.strip_domain = o.BoolOr("strip_domain", l.strip_domain);
   } else if (c.kind == "slurm-topology") {
     o.RejectUnknown({"name", "default_gbps", "link_speed_unit_gbps", "gpus_per_host"});
     auto& s = c.slurm_topology;
@@ -85,8 +88,12 @@ void ParseKindOptions(SourceConfig& c, const ObjectReader& o) {
     if (s.link_speed_unit_gbps < 0) throw FieldError(o.Child("link_speed_unit_gbps"), "must be >= 0");
     s.gpus_per_host = static_cast<int>(o.IntOr("gpus_per_host", s.gpus_per_host));
   } else if (c.kind == "slurm") {
-    o.RejectUnknown({"id_prefix", "user"});
+    o.RejectUnknown({"id_prefix", "user", "cpu_jobs"});
     c.slurm.id_prefix = o.StringOr("id_prefix", "");
+    c.slurm.cpu_jobs = o.StringOr("cpu_jobs", c.slurm.cpu_jobs);
+    if (c.slurm.cpu_jobs != "skip" && c.slurm.cpu_jobs != "mark") {
+      throw FieldError(o.Child("cpu_jobs"), fmt::format("'{}': expected skip or mark", c.slurm.cpu_jobs));
+    }
     c.slurm_user = o.StringOr("user", "");
   } else if (c.kind == "kubernetes") {
     o.RejectUnknown({"job_labels", "id_prefix", "gpu_resource"});
@@ -95,13 +102,13 @@ void ParseKindOptions(SourceConfig& c, const ObjectReader& o) {
     c.kubernetes.id_prefix = o.StringOr("id_prefix", "");
     c.kubernetes.gpu_resource = o.StringOr("gpu_resource", c.kubernetes.gpu_resource);
   } else if (c.kind == "prometheus") {
-    o.RejectUnknown({"device", "device_label", "strip_suffix", "skip_interfaces"});
+    o.RejectUnknown({"device", "device_label", "strip_suffix", "skip_interfaces", "device_aliases", "strip_domain"});
     c.prometheus.device = o.StringOr("device", "");
     c.prometheus.device_label = o.StringOr("device_label", c.prometheus.device_label);
     c.prometheus.strip_suffix = o.StringOr("strip_suffix", "");
     if (o.Has("skip_interfaces")) c.prometheus.skip_interfaces = o.StringList("skip_interfaces");
   } else if (c.kind == "gnmi") {
-    o.RejectUnknown({"device"});
+    o.RejectUnknown({"device", "device_aliases", "strip_domain"});
     c.gnmi.device = o.StringOr("device", "");
   } else if (c.kind == "chakra") {
     o.RejectUnknown({"profile"});
@@ -125,6 +132,16 @@ void ParseKindOptions(SourceConfig& c, const ObjectReader& o) {
   } else {
     o.RejectUnknown({});
   }
+  if (c.kind == "prometheus" || c.kind == "gnmi") {
+    // gnmic names targets by address, SNMP exporters devices by FQDN.
+    if (o.Has("device_aliases")) c.telemetry_names.aliases = o.StringMap("device_aliases");
+    c.telemetry_names.strip_domain = o.BoolOr("strip_domain", c.telemetry_names.strip_domain);
+  }
+}
+
+bool IsTopologyKind(std::string_view kind) {
+  return kind == "netbox" || kind == "lldp" || kind == "slurm-topology" || kind == "containerlab" ||
+         kind == "networkx" || kind == "batfish" || kind == "native";
 }
 
 }  // namespace
@@ -145,7 +162,7 @@ Result<SourceConfig> ParseSourceConfig(const json& j, const std::string& path) {
   return internal::Guard("", [&] {
     ObjectReader r(j, path);
     r.RejectUnknown({"name", "kind", "url", "path", "command", "refresh_s", "timeout_s", "max_bytes", "token_env",
-                     "token_file", "auth_scheme", "ca_file", "insecure_skip_verify", "options"});
+                     "token_file", "auth_scheme", "ca_file", "insecure_skip_verify", "options", "authority"});
     SourceConfig c;
     c.name = r.String("name");
     if (c.name.empty()) throw FieldError(r.Child("name"), "must not be empty");
@@ -193,6 +210,17 @@ Result<SourceConfig> ParseSourceConfig(const json& j, const std::string& path) {
     ObjectReader o(r.Has("options") ? r.Raw("options") : empty, r.Child("options"));
     ParseKindOptions(c, o);
     if (c.chakra_profile.empty()) c.chakra_profile = c.name;
+    c.authority = c.kind == "netbox" || c.kind == "slurm-topology" ? TopologyAuthority::kIntent
+                  : c.kind == "lldp"                                ? TopologyAuthority::kObservation
+                                                                    : TopologyAuthority::kAll;
+    if (r.Has("authority")) {
+      if (!IsTopologyKind(c.kind)) {
+        throw FieldError(r.Child("authority"), fmt::format("only topology sources have one, not {}", c.kind));
+      }
+      auto a = ParseTopologyAuthority(r.String("authority"));
+      if (!a) throw FieldError(r.Child("authority"), a.error().message);
+      c.authority = *a;
+    }
     return c;
   });
 }

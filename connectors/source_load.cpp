@@ -73,6 +73,19 @@ Result<json> JsonBody(std::string_view body, std::string_view what) {
   return doc;
 }
 
+// Every report was bad: say how many and the first reason.
+std::string NoUsableReport(const Diagnostics& diag) {
+  size_t reports = 0;
+  const DiagnosticItem* first = nullptr;
+  for (const auto& s : diag.skipped) {
+    if (s.item.rfind("report ", 0) != 0) continue;
+    if (!first) first = &s;
+    ++reports;
+  }
+  if (!first) return "no lldp report";
+  return fmt::format("none of the {} lldp reports could be read; first: {}: {}", reports, first->item, first->reason);
+}
+
 Status CheckTopology(const model::TopologySpec& spec) {
   auto built = model::BuildTopology(spec);
   if (!built) return tl::unexpected(built.error().Wrap("topology does not build"));
@@ -86,7 +99,7 @@ Result<SourceData> ParseSourceDocument(const SourceConfig& c, std::string_view b
   SourceData d;
   auto wrap = [&](const Error& e) { return tl::unexpected(e.Wrap(fmt::format("source {}", c.name))); };
   if (c.kind == "slurm-topology") {
-    auto t = ParseSlurmTopologyConf(body, c.slurm_topology);
+    auto t = ParseSlurmTopologyConf(body, c.slurm_topology, &d.diagnostics);
     if (!t) return wrap(t.error());
     d.topology = std::move(*t);
   } else if (c.kind == "prometheus") {
@@ -138,23 +151,29 @@ Result<SourceData> ParseSourceDocument(const SourceConfig& c, std::string_view b
           return wrap(Error{ErrorCode::kInvalidArgument,
                             "a single lldpctl report needs options.local_system (lldpctl does not name its host)"});
         }
-        auto n = ParseLldpctl(*doc);
+        auto n = ParseLldpctl(*doc, &d.diagnostics);
         if (!n) return wrap(n.error());
         reports[c.lldp_local_system] = std::move(*n);
       } else if (doc->is_object()) {
+        // One bad host's report is skipped and named; the others apply.
         for (const auto& [system, report] : doc->items()) {
-          auto n = ParseLldpctl(report);
-          if (!n) return wrap(n.error().Wrap(system));
+          auto n = ParseLldpctl(report, &d.diagnostics);
+          if (!n) {
+            d.diagnostics.Skip(fmt::format("report {}", system), n.error().message);
+            continue;
+          }
           reports[system] = std::move(*n);
         }
       } else {
         return wrap(Error{ErrorCode::kInvalidArgument, "expected an lldpctl report or a {system: report} object"});
       }
-      auto t = MergeLldpReports(reports, c.lldp);
+      if (reports.empty()) return wrap(Error{ErrorCode::kInvalidArgument, NoUsableReport(d.diagnostics)});
+      auto t = MergeLldpReports(reports, c.lldp, &d.diagnostics);
       if (!t) return wrap(t.error());
+      for (const auto& [system, _] : reports) d.observed_systems.insert(NormaliseSystemName(system, c.lldp));
       d.topology = std::move(*t);
     } else if (c.kind == "slurm") {
-      auto j = ParseSlurmJobs(*doc, c.slurm);
+      auto j = ParseSlurmJobs(*doc, c.slurm, &d.diagnostics);
       if (!j) return wrap(j.error());
       d.jobs = std::move(*j);
     } else if (c.kind == "kubernetes") {
@@ -226,21 +245,40 @@ Result<SourceData> LoadSource(const SourceConfig& c, double now_s) {
     }
     if (ec) return MakeError(ErrorCode::kIo, fmt::format("source {}: {}: {}", c.name, c.path, ec.message()));
     std::sort(files.begin(), files.end());
+    SourceData d;
     std::map<std::string, std::vector<LldpNeighbor>> reports;
+    // One unreadable or truncated report is skipped and named; the other
+    // hosts' reports apply.
     for (const auto& f : files) {
+      std::string item = fmt::format("report {}", f.filename().string());
       auto body = ReadFileLimited(f.string(), c.max_bytes);
-      if (!body) return tl::unexpected(body.error().Wrap(fmt::format("source {}", c.name)));
-      auto doc = JsonBody(*body, f.string());
-      if (!doc) return tl::unexpected(doc.error().Wrap(fmt::format("source {}", c.name)));
-      auto n = ParseLldpctl(*doc);
-      if (!n) return tl::unexpected(n.error().Wrap(fmt::format("source {}: {}", c.name, f.filename().string())));
+      if (!body) {
+        d.diagnostics.Skip(item, body.error().message);
+        continue;
+      }
+      auto doc = JsonBody(*body, f.filename().string());
+      if (!doc) {
+        d.diagnostics.Skip(item, doc.error().message);
+        continue;
+      }
+      auto n = ParseLldpctl(*doc, &d.diagnostics);
+      if (!n) {
+        d.diagnostics.Skip(item, n.error().message);
+        continue;
+      }
       reports[f.stem().string()] = std::move(*n);
     }
-    auto t = MergeLldpReports(reports, c.lldp);
+    if (reports.empty()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       fmt::format("source {}: {}", c.name,
+                                   files.empty() ? fmt::format("{}: no *.json report in the directory", c.path)
+                                                 : NoUsableReport(d.diagnostics)));
+    }
+    auto t = MergeLldpReports(reports, c.lldp, &d.diagnostics);
     if (!t) return tl::unexpected(t.error().Wrap(fmt::format("source {}", c.name)));
     auto ok = CheckTopology(*t);
     if (!ok) return tl::unexpected(ok.error().Wrap(fmt::format("source {}", c.name)));
-    SourceData d;
+    for (const auto& [system, _] : reports) d.observed_systems.insert(NormaliseSystemName(system, c.lldp));
     d.topology = std::move(*t);
     return d;
   }

@@ -64,6 +64,15 @@ double SystemNow() {
 
 }  // namespace
 
+// {"count", "first": [{"item", "reason"}]}: the first ten, and how many in all.
+static json DiagnosticsJson(const std::vector<DiagnosticItem>& items) {
+  json first = json::array();
+  for (size_t i = 0; i < items.size() && i < 10; ++i) {
+    first.push_back({{"item", items[i].item}, {"reason", items[i].reason}});
+  }
+  return {{"count", items.size()}, {"first", std::move(first)}};
+}
+
 json SourceStatusToJson(const SourceStatus& s) {
   auto time = [](const std::optional<int64_t>& t) { return t ? json(codec::FormatRfc3339(*t)) : json(); };
   return json{{"name", s.name},
@@ -78,7 +87,9 @@ json SourceStatusToJson(const SourceStatus& s) {
               {"versions", s.versions},
               {"attempts", s.attempts},
               {"failures", s.failures},
-              {"content_hash", s.content_hash}};
+              {"content_hash", s.content_hash},
+              {"skipped", DiagnosticsJson(s.diagnostics.skipped)},
+              {"warnings", DiagnosticsJson(s.diagnostics.warnings)}};
 }
 
 struct SourceManager::State {
@@ -174,12 +185,15 @@ Status SourceManager::Poll(size_t index) {
     s.status.last_success = t;
     s.status.stale = false;
     s.status.last_error.clear();
+    s.status.diagnostics = result->diagnostics;
     uint64_t h = HashData(*result);
     if (s.data && h == s.hash) return {};  // nothing new: no version, no publish
     if (result->counters) {
-      s.rates = std::make_shared<const std::vector<InterfaceTelemetry>>(
-          s.data && s.data->counters ? ComputeRates(*s.data->counters, *result->counters)
-                                     : ComputeRates(CounterSample{}, *result->counters));
+      auto rates = s.data && s.data->counters ? ComputeRates(*s.data->counters, *result->counters)
+                                              : ComputeRates(CounterSample{}, *result->counters);
+      // The exporter's device keys (addresses, FQDNs) as the topology names them.
+      for (auto& r : rates) r.device = NormaliseDeviceName(r.device, config.telemetry_names);
+      s.rates = std::make_shared<const std::vector<InterfaceTelemetry>>(std::move(rates));
     }
     s.data = std::move(*result);
     s.hash = h;
@@ -203,6 +217,8 @@ Status SourceManager::Poll(size_t index) {
 // REQUIRES: state_mutex_ held. Returns the update when a combined document changed.
 std::optional<Update> SourceManager::Combine(const std::string& source) {
   std::shared_ptr<const model::TopologySpec> topology;
+  std::shared_ptr<const MergedTopology> merged;
+  std::vector<TopologyContribution> contributions;
   model::JobsSpec jobs;
   std::set<std::string> job_ids;
   ChakraProfiles chakra;
@@ -210,7 +226,10 @@ std::optional<Update> SourceManager::Combine(const std::string& source) {
   for (size_t i = 0; i < configs_.size(); ++i) {
     const State& s = *states_[i];
     if (!s.data) continue;
-    if (s.data->topology && !topology) topology = std::make_shared<const model::TopologySpec>(*s.data->topology);
+    if (s.data->topology) {
+      contributions.push_back({configs_[i].name, configs_[i].authority, *s.data->topology, s.data->observed_systems,
+                               configs_[i].kind != "lldp"});
+    }
     if (s.data->jobs) {
       for (const auto& j : s.data->jobs->jobs) {
         if (job_ids.insert(j.id).second) jobs.jobs.push_back(j);
@@ -220,6 +239,26 @@ std::optional<Update> SourceManager::Combine(const std::string& source) {
     if (s.rates) telemetry->insert(telemetry->end(), s.rates->begin(), s.rates->end());
   }
   ApplyProfiles(jobs, options_.profiles, chakra);
+  if (!contributions.empty()) {
+    // Each source passed BuildTopology alone; the merge can still fail to
+    // build (two sources disagreeing on a tier): then the sources are
+    // published unmerged, first source first, and the failure is logged in
+    // the first source's warnings rather than freezing every update.
+    auto m = MergeTopologies(contributions);
+    if (m && model::BuildTopology(m->spec)) {
+      merged = std::make_shared<const MergedTopology>(std::move(*m));
+      topology = std::shared_ptr<const model::TopologySpec>(merged, &merged->spec);
+    } else {
+      topology = std::make_shared<const model::TopologySpec>(contributions.front().spec);
+      std::string why = m ? model::BuildTopology(m->spec).error().message : m.error().message;
+      for (size_t i = 0; i < configs_.size(); ++i) {
+        if (configs_[i].name == contributions.front().source) {
+          states_[i]->status.diagnostics.Warn("merged topology",
+                                              "does not build (" + why + "); serving this source's topology alone");
+        }
+      }
+    }
+  }
 
   uint64_t th = topology ? internal::Fnv1a64(codec::TopologySpecToJson(*topology).dump()) : 0;
   uint64_t jh = internal::Fnv1a64(codec::JobsSpecToJson(jobs).dump());
@@ -245,6 +284,7 @@ std::optional<Update> SourceManager::Combine(const std::string& source) {
   published_hashes_["telemetry"] = eh;
   // Unchanged documents keep their pointer, so a consumer can compare them.
   u.topology = u.topology_changed || !current_.topology ? topology : current_.topology;
+  u.merged = u.topology_changed || !current_.topology ? merged : current_.merged;
   u.jobs = u.jobs_changed || !current_.jobs ? std::make_shared<const model::JobsSpec>(std::move(jobs)) : current_.jobs;
   u.telemetry = u.telemetry_changed || !current_.telemetry ? std::move(telemetry) : current_.telemetry;
   u.version = current_.version + 1;
