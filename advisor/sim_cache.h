@@ -50,8 +50,8 @@ class SimCache {
   };
   Stats stats() const;
 
-  // The cache key of `options`: every field the simulator's precomputation
-  // depends on, with the background load as a content hash.
+  // The cache key of `options`: every field, with the background load as a
+  // content hash.
   static std::string FlowKey(const sim::FlowOptions& options);
 
  private:
