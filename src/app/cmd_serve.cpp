@@ -91,7 +91,11 @@ int RunServe(const ServeArgs& args) {
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
   auto http_log = Logger("http");
 
-  auto store = store::Store::Open(cfg.db_path);
+  store::StoreOptions store_options;
+  store_options.keep_versions = cfg.store.keep_versions;
+  store_options.idempotency_ttl_s = cfg.store.idempotency_ttl_s;
+  store_options.listen_address = cfg.server.listen;
+  auto store = store::Store::Open(cfg.db_path, store_options);  // exits 1 when another daemon holds it
   if (!store) {
     log->error("{}", store.error().message);
     return 1;
@@ -308,6 +312,8 @@ int RunServe(const ServeArgs& args) {
     return 1;
   }
   log->info("listening on {} (port {})", cfg.server.listen, http.port());
+  std::string bound = cfg.server.listen.substr(0, cfg.server.listen.rfind(':') + 1) + std::to_string(http.port());
+  if (auto st = (*store)->SetListenAddress(bound); !st) log->warn("{}", st.error().message);
   if (!args.port_file.empty()) {
     // Written after the socket is bound: tests and supervisors using port 0
     // learn the real port here.
