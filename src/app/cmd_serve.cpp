@@ -24,6 +24,7 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/state.h"
+#include "store/prober.h"
 #include "store/store.h"
 
 namespace drainwise::app {
@@ -101,6 +102,13 @@ int RunServe(const ServeArgs& args) {
     return 1;
   }
   log->info("database {} (schema v{})", cfg.db_path, (*store)->schema_version());
+  // A background write probe: one log line per change, and /readyz's answer.
+  store::ProberOptions probe_options;
+  probe_options.on_change = [log](bool ok, const std::string& why) {
+    if (ok) log->info("database writable again");
+    else log->error("{}", why);
+  };
+  store::StoreProber store_prober(store->get(), probe_options);
   server::State state(store->get());
   auto loaded = state.LoadLatest();
   if (!loaded) {
