@@ -97,13 +97,21 @@ TEST_CASE("a read-only (immutable) database: refused at start, 5xx while running
     REQUIRE(Chattr("+i", d.db_path()));
     REQUIRE(Chattr("+i", d.db_path() + "-wal"));
     auto w = d.Call("POST", "/v1/drains", R"({"drain":{"switches":["p0-spine2"]}})");
+    // The background write probe (every 2 s) notices on its own, with no
+    // request needed, and says so once.
+    bool noticed = testing::Eventually(
+        [&] { return d.log().find("database " + d.db_path() + ": write probe") != std::string::npos; },
+        std::chrono::seconds(10));
     Chattr("-i", d.db_path());
     Chattr("-i", d.db_path() + "-wal");
     CHECK(w.status >= 500);
     CHECK(w.headers["content-type"] == "application/problem+json");
+    CHECK(noticed);
     CHECK(d.Get("/healthz").status == 200);
     CHECK(d.Get("/v1/drains").status == 200);
     CHECK(d.Call("POST", "/v1/drains", R"({"drain":{"switches":["p0-spine3"]}})").status == 201);
+    CHECK(testing::Eventually([&] { return d.log().find("database writable again") != std::string::npos; },
+                              std::chrono::seconds(10)));
     CHECK(d.Stop() == 0);
   }
   // An existing database made immutable: refused at start with its path.
