@@ -162,6 +162,7 @@ ApiResponse Api::PostCalibration(const RoutedRequest& rr) {
     store::DocumentInfo info;
     info.kind = store::DocKind::kCalibration;
     info.source = "fit";
+    info.principal = rr.principal;
     auto put = state_->store().PutDocument(info, (*fit)["calibration"].dump());
     if (!put) return ErrorResponse(put.error(), rr.path);
     (*fit)["version"] = put->version;
@@ -176,6 +177,7 @@ ApiResponse Api::PutCalibration(const RoutedRequest& rr) {
   store::DocumentInfo info;
   info.kind = store::DocKind::kCalibration;
   info.source = routing::ApiSource(rr.request);
+  info.principal = rr.principal;
   auto put = state_->store().PutDocument(info, body->dump());
   if (!put) return ErrorResponse(put.error(), rr.path);
   return JsonResponse(put->created ? 201 : 200, {{"version", put->version}, {"created", put->created}});
