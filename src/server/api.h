@@ -128,12 +128,6 @@ class Api {
   // Route + Handle, for tests and callers without an admission step.
   ApiResponse Handle(const ApiRequest& request);
 
-  // Transitional wrappers over Route() for src/server/http_server.cpp until
-  // it admits by RoutedRequest::admission: whether the request leaves the
-  // I/O thread, and its route's name.
-  bool IsSlow(const ApiRequest& request) const { return Route(request).admission != Admission::kInline; }
-  std::string RouteName(const ApiRequest& request) const { return Route(request).RouteName(); }
-
   // The route table: one row per method and pattern.
   static const std::vector<server::Route>& Routes();
 

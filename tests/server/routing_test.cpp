@@ -149,9 +149,6 @@ TEST_CASE("every row is reached by its plain and its percent-encoded path alike"
       CHECK(rr.admission == row.admission);
       CHECK(rr.RouteName() == row.name());
       CHECK(rr.path == path);
-      // The transitional wrappers agree.
-      CHECK(api.IsSlow(rr.request) == (row.admission != Admission::kInline));
-      CHECK(api.RouteName(rr.request) == row.name());
     }
   }
   // The cases of issue 12: the encoded spellings run where the plain ones do.
