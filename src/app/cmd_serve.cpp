@@ -220,6 +220,7 @@ int RunServe(const ServeArgs& args) {
 
   server::ApiHooks hooks;
   hooks.metrics = [&metrics] { return metrics.Render(); };
+  hooks.store_writable = [&store_prober](std::string* why) { return store_prober.Writable(why); };
   if (sources) {
     hooks.sources = [&sources] {
       nlohmann::json list = nlohmann::json::array();
@@ -299,8 +300,10 @@ int RunServe(const ServeArgs& args) {
   }
   server::HttpServer http(&api, cfg.server, http_log);
   http.OnRequest([&metrics](const server::RequestStats& s) {
-    metrics.Add("drainwise_http_requests_total",
-                {{"route", s.route}, {"method", s.method}, {"status", std::to_string(s.status)}});
+    // Bounded labels: a route of the table or "unmatched", a known method or "other".
+    metrics.Add("drainwise_http_requests_total", {{"route", s.route},
+                                                  {"method", std::string(server::MethodLabel(s.method))},
+                                                  {"status", std::to_string(s.status)}});
     metrics.Observe("drainwise_http_request_duration_seconds", {{"route", s.route}}, s.seconds);
   });
   metrics.OnScrape([&state, &http](server::Metrics& m) {
