@@ -54,10 +54,11 @@ TEST_CASE("check and calibrate reach a daemon with TLS and tokens on") {
     MESSAGE("openssl CLI missing: skipped");
     return;
   }
-  // The tokens file holds the hash that `drainwise hash-token` prints.
+  // The tokens file holds the hash that `drainwise hash-token` prints. Admin:
+  // calibrate's POST /v1/calibration needs it (check would do with operator).
   const std::string token = "check-tls-operator-token-0123456789";
   WriteFile(dir + "/token", token + "\n");
-  REQUIRE(Sh(std::string("'") + DRAINWISE_BINARY + "' hash-token --role operator --name ci < " + dir + "/token > " +
+  REQUIRE(Sh(std::string("'") + DRAINWISE_BINARY + "' hash-token --role admin --name ci < " + dir + "/token > " +
              dir + "/tokens") == 0);
   WriteFile(dir + "/config.json", R"({"server":{"tls_cert":")" + dir + R"(/cert.pem","tls_key":")" + dir +
                                       R"(/key.pem","tokens_file":")" + dir + R"(/tokens"}})");
