@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "server/api.h"
@@ -20,10 +22,17 @@ namespace {
 
 class CountingEngine : public server::Engine {
  public:
-  int assessments = 0;
+  std::atomic<int> assessments = 0;
   int plans = 0;
+  // When set, Assess waits on `gate` after announcing itself on `entered`.
+  std::promise<void>* entered = nullptr;
+  std::shared_future<void> gate;
   Result<server::EngineResult> Assess(const server::EngineContext&, const json& request) override {
     ++assessments;
+    if (entered) {
+      entered->set_value();
+      gate.wait();
+    }
     // deny when the drain names spine0, else allow: a reused key must never
     // turn one verdict into the other.
     bool deny = request["drain"].dump().find("spine0") != std::string::npos;
@@ -260,4 +269,27 @@ TEST_CASE("text listings escape control characters: a line break cannot forge a 
 
   CHECK(server::routing::EscapeControl("a\nb\r\tc\\d\x01\x7f") == "a\\nb\\r\\tc\\\\d\\x01\\x7f");
   CHECK(server::routing::EscapeControl("\xc2\x85next \xc3\xa9") == "\\u0085next \xc3\xa9");  // NEL; é stays
+}
+
+TEST_CASE("a retry while the first request with the key still runs is a 409, then the replay") {
+  Fixture f;
+  std::promise<void> entered, open;
+  f.engine.entered = &entered;
+  f.engine.gate = open.get_future().share();
+  auto first = std::async(std::launch::async,
+                          [&] { return f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}}); });
+  entered.get_future().wait();  // the first request is inside the simulation
+  auto retry = f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}});
+  CHECK(retry.status == 409);
+  CHECK(json::parse(retry.body)["status"] == 409);
+  CHECK(HeaderOf(retry, "Retry-After") == "1");
+  // Another principal's key of the same name is not held.
+  f.engine.entered = nullptr;
+  CHECK(f.Call("bob", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}}).status == 201);
+  open.set_value();
+  CHECK(first.get().status == 201);
+  auto replay = f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}});
+  CHECK(replay.status == 200);
+  CHECK(HeaderOf(replay, "Idempotent-Replayed") == "true");
+  CHECK(f.engine.assessments == 2);  // alice's once, bob's once
 }
