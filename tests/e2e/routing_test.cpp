@@ -41,8 +41,7 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 
 // Sends `method target` with `body` on a raw connection and closes it
 // before any answer: the client that goes away.
-void SendAndHangUp(unsigned short port, const std::string& method, const std::string& target,
-                   const std::string& body) {
+void SendAndHangUp(unsigned short port, const std::string& method, const std::string& target, const std::string& body) {
   boost::asio::io_context ioc;
   boost::asio::ip::tcp::socket sock(ioc);
   sock.connect({boost::asio::ip::make_address("127.0.0.1"), port});
@@ -106,9 +105,8 @@ TEST_CASE("percent-encoded simulation routes get the worker pool, the deadline a
   SUBCASE("a client that hangs up on POST /v1/%61ssessments has its simulation cancelled") {
     json heavy = {{"drain", {{"switches", AllSpines()}}}, {"modes", {"job", "flow"}}};
     SendAndHangUp(d.port(), "POST", "/v1/%61ssessments", heavy.dump());
-    CHECK(testing::Eventually(
-        [&] { return d.log().find("went away: cancelling its simulation") != std::string::npos; },
-        std::chrono::seconds(5)));
+    CHECK(testing::Eventually([&] { return d.log().find("went away: cancelling its simulation") != std::string::npos; },
+                              std::chrono::seconds(5)));
     CHECK(d.Get("/healthz").status == 200);
   }
   d.Stop();

@@ -82,7 +82,8 @@ struct Fixture {
     r.body = std::move(body);
     r.headers = std::move(headers);
     r.peer = "192.0.2.7";
-    if (!who.empty()) r.headers["authorization"] = "Bearer " + who + "-token-" + (who == "bob" ? "012345678" : "0123456");
+    if (!who.empty())
+      r.headers["authorization"] = "Bearer " + who + "-token-" + (who == "bob" ? "012345678" : "0123456");
     return api.Handle(r);
   }
 };
@@ -127,7 +128,8 @@ TEST_CASE("the same key and request replays; another request with the key is a 4
   auto problem = json::parse(reused.body);
   CHECK(problem["status"] == 422);
   CHECK(problem["type"] == "https://drainwise.dev/problems/idempotency-key-reused");
-  CHECK(problem["detail"].get<std::string>().rfind("Idempotency-Key 'k-1' was first used for a different request", 0) == 0);
+  CHECK(problem["detail"].get<std::string>().rfind("Idempotency-Key 'k-1' was first used for a different request", 0) ==
+        0);
   // The same body on another route is another request.
   CHECK(f.Call("alice", "POST", "/v1/plans", kDeny, {{"idempotency-key", "k-1"}}).status == 422);
   CHECK(f.engine.assessments == 1);
@@ -249,8 +251,9 @@ TEST_CASE("without tokens the principal is anonymous with the peer address") {
 TEST_CASE("text listings escape control characters: a line break cannot forge a row") {
   Fixture f;
   const std::string forged = "CHG-1\nd-fake  2099-01-01T00:00:00Z  -  -  CHG-0";
-  auto d = f.Call("bob", "POST", "/v1/drains",
-                  json{{"drain", {{"switches", {"spine1"}}}}, {"ticket", forged}, {"requested_by", "eve\r\x1b[2J"}}.dump());
+  auto d =
+      f.Call("bob", "POST", "/v1/drains",
+             json{{"drain", {{"switches", {"spine1"}}}}, {"ticket", forged}, {"requested_by", "eve\r\x1b[2J"}}.dump());
   REQUIRE(d.status == 201);
   auto drains = f.Call("bob", "GET", "/v1/drains?format=text");
   CHECK(std::count(drains.body.begin(), drains.body.end(), '\n') == 2);  // the header and one row
@@ -276,8 +279,9 @@ TEST_CASE("a retry while the first request with the key still runs is a 409, the
   std::promise<void> entered, open;
   f.engine.entered = &entered;
   f.engine.gate = open.get_future().share();
-  auto first = std::async(std::launch::async,
-                          [&] { return f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}}); });
+  auto first = std::async(std::launch::async, [&] {
+    return f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}});
+  });
   entered.get_future().wait();  // the first request is inside the simulation
   auto retry = f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}});
   CHECK(retry.status == 409);

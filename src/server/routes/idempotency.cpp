@@ -38,9 +38,9 @@ ApiResponse KeyReused(const std::string& key, const std::string& path) {
 }
 
 ApiResponse KeyInFlight(const std::string& key, const std::string& path) {
-  auto r = ProblemResponse(409, "idempotency-key-in-flight", "Request in progress",
-                           fmt::format("a request with Idempotency-Key '{}' is still being processed; retry later", key),
-                           path);
+  auto r = ProblemResponse(
+      409, "idempotency-key-in-flight", "Request in progress",
+      fmt::format("a request with Idempotency-Key '{}' is still being processed; retry later", key), path);
   r.headers.emplace_back("Retry-After", "1");
   return r;
 }
