@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -269,18 +270,40 @@ Result<model::TopologySpec> BuildNetboxTopology(const std::vector<NetboxDevice>&
       used.push_back(d->name);
     }
   };
+  // What each rule dropped, for the refusal when nothing is left.
+  size_t considered = 0, skipped_status = 0, unknown_end = 0, same_device = 0, no_switch = 0, not_host_leaf = 0;
+  std::map<std::string, int> untiered_roles;
   for (const auto& c : cables) {
-    if (options.skip_cable_statuses.count(c.status)) continue;
+    if (options.skip_cable_statuses.count(c.status)) {
+      ++skipped_status;
+      continue;
+    }
     size_t n = std::min(c.a.size(), c.b.size());
     for (size_t k = 0; k < n; ++k) {
+      ++considered;
       End a = resolve(c.a[k]);
       End b = resolve(c.b[k]);
-      if (!a.device || !b.device || a.device == b.device) continue;
+      if (!a.device || !b.device) {
+        ++unknown_end;
+        continue;
+      }
+      if (a.device == b.device) {
+        ++same_device;
+        continue;
+      }
       bool a_switch = tier_of(*a.device) != nullptr;
       bool b_switch = tier_of(*b.device) != nullptr;
-      if (!a_switch && !b_switch) continue;  // host-host or two unknown roles
-      if (!a_switch && !(may_be_host(*a.device) && is_leaf(*b.device))) continue;
-      if (!b_switch && !(may_be_host(*b.device) && is_leaf(*a.device))) continue;
+      if (!a_switch && !b_switch) {  // host-host or two unknown roles
+        ++no_switch;
+        ++untiered_roles[a.device->role];
+        ++untiered_roles[b.device->role];
+        continue;
+      }
+      if ((!a_switch && !(may_be_host(*a.device) && is_leaf(*b.device))) ||
+          (!b_switch && !(may_be_host(*b.device) && is_leaf(*a.device)))) {
+        ++not_host_leaf;
+        continue;
+      }
       std::optional<double> gbps;
       for (const End* e : {&a, &b}) {
         if (e->iface && e->iface->gbps) gbps = gbps ? std::min(*gbps, *e->iface->gbps) : *e->iface->gbps;
@@ -298,6 +321,34 @@ Result<model::TopologySpec> BuildNetboxTopology(const std::vector<NetboxDevice>&
       use(b.device);
       spec.links.push_back({a.device->name, b.device->name, *gbps, a.port, b.port});
     }
+  }
+  if (spec.links.empty()) {
+    std::vector<std::string> why;
+    if (cables.empty()) why.push_back("NetBox returned no cables");
+    if (skipped_status) why.push_back(fmt::format("{} had a skipped status (skip_cable_statuses)", skipped_status));
+    if (unknown_end) {
+      why.push_back(fmt::format("{} ended on a device that is unknown, unnamed or of a skipped status", unknown_end));
+    }
+    if (same_device) why.push_back(fmt::format("{} looped back to their own device", same_device));
+    if (no_switch) {
+      std::string roles, tiers;
+      for (const auto& [role, count] : untiered_roles) {
+        roles += fmt::format("{}'{}' ×{}", roles.empty() ? "" : ", ", role.empty() ? "(no role)" : role, count);
+      }
+      for (const auto& [role, tier] : options.role_tiers) tiers += (tiers.empty() ? "" : ", ") + role;
+      why.push_back(fmt::format("{} joined two devices whose roles role_tiers does not name (roles seen: {}; "
+                                "role_tiers: {})",
+                                no_switch, roles, tiers.empty() ? "none" : tiers));
+    }
+    if (not_host_leaf) {
+      why.push_back(fmt::format("{} joined a switch to a device that is neither a leaf's host (host_roles) nor a "
+                                "switch",
+                                not_host_leaf));
+    }
+    std::string joined;
+    for (const auto& w : why) joined += (joined.empty() ? "" : ", ") + w;
+    return InvalidArgument(fmt::format("netbox: 0 of {} cable terminations gave a fabric link: {}", considered,
+                                       joined.empty() ? "none was considered" : joined));
   }
   for (const auto& name : used) {
     const NetboxDevice& d = *device_by_name[name];

@@ -23,6 +23,8 @@ void UseChakra(model::JobSpec& job, const ChakraProfile& p) {
   job.iteration.collectives = p.collectives;
   if (p.compute_s > 0) job.iteration.compute_s = p.compute_s;
   job.profile_source = "chakra";
+  // What the trace held that the model could not take exactly, with the job.
+  if (auto detail = p.Summary(); !detail.empty()) job.labels["profile_detail"] = detail;
 }
 
 // Reuses the native codec's iteration parser so rules accept exactly what a

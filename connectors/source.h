@@ -8,6 +8,10 @@
 // parse fails, publishes nothing when a refresh changes nothing, and combines
 // the sources into one topology spec, one jobs spec and one telemetry list,
 // delivered through a callback. See docs/connectors.md.
+//
+// Implemented in three files: source_config.cpp (parsing the configuration),
+// source_load.cpp (fetching and parsing one source) and source_manager.cpp
+// (polling, status and combining).
 #pragma once
 
 #include <condition_variable>
@@ -17,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -25,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "connectors/chakra.h"
+#include "connectors/diagnostics.h"
 #include "connectors/fetch.h"
 #include "connectors/gnmi.h"
 #include "connectors/graph_formats.h"
@@ -35,6 +41,7 @@
 #include "connectors/prometheus.h"
 #include "connectors/slurm.h"
 #include "connectors/telemetry.h"
+#include "connectors/topology_merge.h"
 #include "model/error.h"
 #include "model/jobs.h"
 #include "model/topology.h"
@@ -74,6 +81,12 @@ struct SourceConfig {
   int netbox_page_size = 1000;
   LldpOptions lldp;
   std::string lldp_local_system;  // for a single lldpctl report
+  // What a topology source is authoritative for when several are merged
+  // (topology_merge.h); default by kind: netbox and slurm-topology intent,
+  // lldp observation, the rest all.
+  TopologyAuthority authority = TopologyAuthority::kAll;
+  // Telemetry: how the exporter's device keys map to topology names.
+  NameOptions telemetry_names;
   SlurmTopologyOptions slurm_topology;
   SlurmJobsOptions slurm;
   std::string slurm_user;  // X-SLURM-USER-NAME
@@ -100,6 +113,10 @@ struct SourceData {
   std::optional<model::JobsSpec> jobs;          // slurm, kubernetes, native
   std::optional<CounterSample> counters;        // prometheus, gnmi
   std::optional<ChakraProfile> chakra;          // chakra
+  // Items skipped (the rest applied) and warnings, for /v1/sources.
+  Diagnostics diagnostics;
+  // lldp: the systems whose own reports were read (what the observation covers).
+  std::set<std::string> observed_systems;
 };
 
 // Parses one fetched document of `config.kind` (everything but a netbox URL
@@ -124,6 +141,9 @@ struct SourceStatus {
   uint64_t attempts = 0;
   uint64_t failures = 0;
   std::string content_hash;              // hex, of the content held
+  // From the last good document: items skipped (the rest applied) and
+  // warnings (applied, but worth a look), each with its reason.
+  Diagnostics diagnostics;
 };
 
 // The combined state handed to the server.
@@ -133,8 +153,12 @@ struct Update {
   bool topology_changed = false;
   bool jobs_changed = false;
   bool telemetry_changed = false;
-  // First topology source (config order) holding data; null when none has any.
+  // Every topology source holding data, merged (MergeTopologies, config
+  // order); null when none has any. A failing source keeps its last good
+  // contribution (and is stale).
   std::shared_ptr<const model::TopologySpec> topology;
+  // The merge behind `topology`: provenance and drift (same version).
+  std::shared_ptr<const MergedTopology> merged;
   // Jobs of every job source (first source wins a duplicate id), profiles
   // applied (ApplyProfiles with the chakra sources' profiles).
   std::shared_ptr<const model::JobsSpec> jobs;
@@ -162,7 +186,9 @@ Result<ConnectorsConfig> ParseConnectorsConfig(const nlohmann::json& root);
 
 // {"name","kind","location","stale","has_data","last_error","last_attempt",
 //  "last_success","last_change" (RFC 3339 or null),"versions","attempts",
-//  "failures","content_hash"}: the element of GET /v1/sources.
+//  "failures","content_hash","skipped": {"count","first":[{"item","reason"}]},
+//  "warnings": {"count","first":[...]}} (at most 10 of each listed): the
+//  element of GET /v1/sources.
 nlohmann::json SourceStatusToJson(const SourceStatus& status);
 
 // Thread safety: every public method may be called from any thread. The

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "connectors/util.h"
+
 namespace drainwise::connectors {
 
 std::vector<InterfaceTelemetry> ComputeRates(const CounterSample& previous, const CounterSample& current) {
@@ -54,19 +56,20 @@ double LinkTelemetry::Utilization() const {
   return capacity_bps > 0 ? std::max(a_to_b_bps, b_to_a_bps) / capacity_bps : 0;
 }
 
-LinkTelemetrySet MapToLinks(const model::Topology& topology, const std::vector<InterfaceTelemetry>& interfaces) {
-  // (node, port) -> (link, is the a end)
+LinkTelemetrySet MapToLinks(const model::Topology& topology, const std::vector<InterfaceTelemetry>& interfaces,
+                            const NameOptions& names) {
+  // (lower-case node name, port) -> (link, is the a end)
   std::map<std::pair<std::string, std::string>, std::pair<model::LinkId, bool>> ends;
   for (size_t i = 0; i < topology.link_count(); ++i) {
     const model::Link& l = topology.links()[i];
     model::LinkId id(i);
-    if (!l.a_port.empty()) ends[{topology.node(l.a).name, l.a_port}] = {id, true};
-    if (!l.b_port.empty()) ends[{topology.node(l.b).name, l.b_port}] = {id, false};
+    if (!l.a_port.empty()) ends[{internal::ToLower(topology.node(l.a).name), l.a_port}] = {id, true};
+    if (!l.b_port.empty()) ends[{internal::ToLower(topology.node(l.b).name), l.b_port}] = {id, false};
   }
   std::map<uint32_t, LinkTelemetry> by_link;
   std::set<std::string> unmatched;
   for (const auto& t : interfaces) {
-    auto it = ends.find({t.device, t.interface});
+    auto it = ends.find({internal::ToLower(NormaliseDeviceName(t.device, names)), t.interface});
     if (it == ends.end()) {
       unmatched.insert(t.device + ":" + t.interface);
       continue;

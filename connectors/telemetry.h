@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "connectors/topology_merge.h"
 #include "model/ids.h"
 #include "model/topology.h"
 
@@ -78,7 +79,12 @@ struct LinkTelemetrySet {
 // a end of a link with a == D and a_port == P, or its b end. The a end's tx
 // is a -> b traffic, its rx b -> a; the b end the other way round. Links
 // without port names cannot be matched.
-LinkTelemetrySet MapToLinks(const model::Topology& topology, const std::vector<InterfaceTelemetry>& interfaces);
+// Telemetry keys devices as its exporter does (gnmic by target address,
+// SNMP by FQDN): `names` maps them first (aliases: "10.0.0.11" -> "leaf-a01";
+// then domain stripping), and device names then match the topology's
+// case-insensitively. What still matches nothing is listed in `unmatched`.
+LinkTelemetrySet MapToLinks(const model::Topology& topology, const std::vector<InterfaceTelemetry>& interfaces,
+                            const NameOptions& names = {});
 
 // Background load per link and direction for the flow simulator: index
 // [link.value] -> {a_to_b_bps, b_to_a_bps}; links without rates carry 0.

@@ -17,19 +17,22 @@ packages=(
   libbenchmark-dev                   # bench/ (run on demand)
   curl python3 openssl               # end-to-end tests (TLS certificates) and the quick start
   clang libclang-rt-14-dev           # libFuzzer targets (tests/fuzz/run.sh)
-  chromium nodejs                    # the operator console's browser test (tests/browser)
+  chromium nodejs                    # the console's browser test (tests/browser); npm: tests/api
 )
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "installing: ${missing[*]}" >&2
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# The API checks' npm packages (@redocly/cli, @stoplight/prism-cli), pinned by
+# tests/api/package-lock.json, into tests/api/node_modules (nothing global).
+"$(dirname "$0")/../tests/api/install.sh"

@@ -13,26 +13,25 @@ namespace drainwise::app {
 namespace {
 
 struct CalibrateArgs {
-  std::string server = "127.0.0.1:8080";
-  std::string token;
+  ClientArgs client;
   bool apply = false;
+  double timeout_s = 600;  // a fit over many observations takes a while
 };
 
 int RunCalibrate(const CalibrateArgs& a) {
-  auto url = ParseServerUrl(a.server);
-  if (!url) {
-    fmt::print(stderr, "drainwise calibrate: --{}\n", url.error().message);
+  auto client = ClientFromArgs(a.client);
+  if (!client) {
+    fmt::print(stderr, "drainwise calibrate: {}\n", client.error().message);
     return 2;
   }
-  auto res = HttpRequest(*url, "POST", "/v1/calibration", nlohmann::json{{"apply", a.apply}}.dump(), a.token, 600);
+  auto res = client->Send("POST", "/v1/calibration", nlohmann::json{{"apply", a.apply}}.dump(), a.timeout_s);
   if (!res) {
     fmt::print(stderr, "drainwise calibrate: {}\n", res.error().message);
     return 2;
   }
   auto doc = nlohmann::json::parse(res->body, nullptr, false);
   if (res->status != 200 || !doc.is_object()) {
-    fmt::print(stderr, "drainwise calibrate: {}: {}\n", res->status,
-               doc.is_object() ? doc.value("detail", res->body) : res->body);
+    fmt::print(stderr, "drainwise calibrate: {}\n", DescribeFailure(*res));
     return 1;
   }
   const auto& c = doc["calibration"];
@@ -68,11 +67,15 @@ int RunCalibrate(const CalibrateArgs& a) {
 void RegisterCalibrate(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<CalibrateArgs>();
   auto* cmd = app.add_subcommand("calibrate", "Fit the flow model's transport parameters to observed iteration times");
-  cmd->add_option("--server", args->server, "Daemon http://HOST:PORT or HOST:PORT")->capture_default_str();
-  cmd->add_option("--token", args->token, "Bearer token (operator)")->envname("DRAINWISE_TOKEN");
+  cmd->footer(
+      "Exit codes: 0 fitted (and applied with --apply), 1 the daemon refused (the reason on stderr),\n"
+      "2 usage, connection or TLS error. Token: --token-file FILE, --token T or DRAINWISE_TOKEN.");
+  AddClientOptions(cmd, &args->client);
+  cmd->add_option("--timeout", args->timeout_s, "Seconds to wait for the fit")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 3600.0));
   cmd->add_flag("--apply", args->apply, "Make the daemon use the fitted parameters");
   cmd->callback([args, exit_code] { *exit_code = RunCalibrate(*args); });
-
 }
 
 }  // namespace drainwise::app

@@ -1,7 +1,13 @@
 // drainwise check: asks a running daemon about a drain; the exit code gates
-// a change (0 allow, and warn unless --fail-on-warn; 1 deny; 2 usage or
-// connection error).
+// a change (0 allow, and warn unless --fail-on-warn; 1 deny, and warn with
+// --fail-on-warn; 2 usage, connection, authentication or server error).
+//
+// A busy daemon answers 503 with Retry-After; check waits and asks again, a
+// bounded number of times within --timeout, so a gate in CI does not fail on
+// a momentary queue. The POST carries an Idempotency-Key, so a repeat can
+// never record a second assessment.
 #include <cstdio>
+#include <random>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -14,17 +20,25 @@ namespace drainwise::app {
 namespace {
 
 struct CheckArgs {
-  std::string server = "http://127.0.0.1:8080";
+  ClientArgs client;
   std::vector<std::string> switches;
   std::vector<std::string> links;
   std::string ticket;
   std::string requested_by;
   std::string format = "text";
-  std::string token;
   bool fail_on_warn = false;
   bool flow = true;
-  int timeout_s = 120;
+  double timeout_s = 120;
+  RetryPolicy retry{.retries = 5, .max_wait_s = 30, .first_backoff_s = 1};
 };
+
+// 128 random bits: unique per run of check, shared by its retries.
+std::string NewIdempotencyKey() {
+  std::random_device rd;
+  std::uniform_int_distribution<uint64_t> dist;
+  auto word = [&] { return (static_cast<uint64_t>(rd()) << 32) ^ rd(); };
+  return fmt::format("drainwise-check-{:016x}{:016x}", word(), word());
+}
 
 int RunCheck(const CheckArgs& a) {
   if (a.switches.empty() && a.links.empty()) {
@@ -35,9 +49,9 @@ int RunCheck(const CheckArgs& a) {
     fmt::print(stderr, "drainwise check: --format must be text or json\n");
     return 2;
   }
-  auto url = ParseServerUrl(a.server);
-  if (!url) {
-    fmt::print(stderr, "drainwise check: --{}\n", url.error().message);
+  auto client = ClientFromArgs(a.client);
+  if (!client) {
+    fmt::print(stderr, "drainwise check: {}\n", client.error().message);
     return 2;
   }
   nlohmann::json links = nlohmann::json::array();
@@ -54,18 +68,23 @@ int RunCheck(const CheckArgs& a) {
   if (!a.ticket.empty()) body["ticket"] = a.ticket;
   body["requested_by"] = a.requested_by.empty() ? "drainwise-check" : a.requested_by;
 
-  auto res = HttpRequest(*url, "POST", "/v1/assessments", body.dump(), a.token, a.timeout_s);
-  if (!res) {
-    fmt::print(stderr, "drainwise check: {}\n", res.error().message);
+  auto sent = client->SendWithRetries(
+      "POST", "/v1/assessments", body.dump(), a.timeout_s, a.retry, {{"Idempotency-Key", NewIdempotencyKey()}},
+      [](const std::string& line) { fmt::print(stderr, "drainwise check: {}\n", line); });
+  std::string attempts = sent.gave_up.empty() ? ""
+                                              : fmt::format(" (gave up after {} attempt{}: {})", sent.attempts,
+                                                            sent.attempts == 1 ? "" : "s", sent.gave_up);
+  if (!sent.last) {
+    fmt::print(stderr, "drainwise check: {}{}\n", sent.last.error().message, attempts);
+    return 2;
+  }
+  const HttpReply* res = &*sent.last;
+  if (res->status != 201 && res->status != 200) {
+    fmt::print(stderr, "drainwise check: {}{}\n", DescribeFailure(*res), attempts);
     return 2;
   }
   auto doc = nlohmann::json::parse(res->body, nullptr, false);
-  if (res->status != 201 && res->status != 200) {
-    std::string detail = doc.is_object() ? doc.value("detail", res->body) : res->body;
-    fmt::print(stderr, "drainwise check: {} {}: {}\n", res->status, res->reason, detail);
-    return 2;
-  }
-  if (!doc.is_object() || !doc.contains("verdict")) {
+  if (!doc.is_object() || !doc.contains("verdict") || !doc["verdict"].is_string()) {
     fmt::print(stderr, "drainwise check: the server's answer has no verdict\n");
     return 2;
   }
@@ -75,8 +94,8 @@ int RunCheck(const CheckArgs& a) {
   } else {
     // The same table the server renders for ?format=text, fetched by id so
     // the summary is exactly what was stored.
-    auto text = HttpRequest(*url, "GET", "/v1/assessments/" + doc.value("id", "") + "?format=text", "", a.token, 30,
-                            "text/plain");
+    auto text =
+        client->Send("GET", "/v1/assessments/" + doc.value("id", "") + "?format=text", "", 30, {}, "text/plain");
     if (text && text->status == 200) {
       fmt::print("{}", text->body);
     } else {
@@ -92,15 +111,33 @@ int RunCheck(const CheckArgs& a) {
 
 void RegisterCheck(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<CheckArgs>();
-  auto* cmd = app.add_subcommand("check", "Ask a running daemon whether a drain may go ahead (exit 0 allow, 1 deny, 2 error)");
-  cmd->add_option("--server", args->server, "Daemon URL")->capture_default_str();
+  auto* cmd =
+      app.add_subcommand("check", "Ask a running daemon whether a drain may go ahead (exit 0 allow, 1 deny, 2 error)");
+  cmd->footer(
+      "Exit codes: 0 allow (and warn without --fail-on-warn); 1 deny (and warn with --fail-on-warn); 2 usage,\n"
+      "connection, TLS, authentication (401/403) or server error, and a 503 that outlasts the retries.\n"
+      "Retries: after a 503 or a refused connection, check asks again at most --retries times (0-10),\n"
+      "waiting the 503's Retry-After, else 1 s doubled each time, plus up to half that again at random.\n"
+      "It gives up when a wait would exceed --max-retry-wait or end past --timeout, which bounds the\n"
+      "whole run, attempts and waits included.\n"
+      "Every attempt sends the same Idempotency-Key, so a repeat never records a second assessment.\n"
+      "Token: --token-file FILE, --token T, or the DRAINWISE_TOKEN environment variable.");
+  AddClientOptions(cmd, &args->client);
   cmd->add_option("--switch", args->switches, "Switch to drain (repeatable)");
   cmd->add_option("--link", args->links, "Link to drain as A:B (repeatable)");
   cmd->add_option("--ticket", args->ticket, "Change ticket id, stored with the assessment");
   cmd->add_option("--requested-by", args->requested_by, "Who asks (default drainwise-check)");
   cmd->add_option("--format", args->format, "text | json")->capture_default_str();
-  cmd->add_option("--token", args->token, "Bearer token")->envname("DRAINWISE_TOKEN");
-  cmd->add_option("--timeout", args->timeout_s, "Seconds to wait for the verdict")->capture_default_str();
+  cmd->add_option("--timeout", args->timeout_s, "Seconds to wait for the verdict, retries and their waits included")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 3600.0));
+  cmd->add_option("--retries", args->retry.retries, "Attempts after the first one on 503 or a refused connection")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10));
+  cmd->add_option("--max-retry-wait", args->retry.max_wait_s,
+                  "Longest wait between attempts, in seconds; a longer Retry-After ends the retries")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 300.0));
   cmd->add_flag("--fail-on-warn", args->fail_on_warn, "Exit 1 on warn too");
   cmd->add_flag("!--no-flow", args->flow, "Job-level only (faster, no slowdown rules)");
   cmd->callback([args, exit_code] { *exit_code = RunCheck(*args); });

@@ -220,6 +220,7 @@ int RunServe(const ServeArgs& args) {
 
   server::ApiHooks hooks;
   hooks.metrics = [&metrics] { return metrics.Render(); };
+  hooks.store_writable = [&store_prober](std::string* why) { return store_prober.Writable(why); };
   if (sources) {
     hooks.sources = [&sources] {
       nlohmann::json list = nlohmann::json::array();

@@ -1,5 +1,7 @@
 #include "config/config.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "codec/json_reader.h"
@@ -38,7 +40,8 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
     if (r.Has("server")) {
       ObjectReader sr(r.Raw("server"), "server");
       sr.RejectUnknown({"io_threads", "workers", "body_limit_bytes", "read_timeout_s", "queue_limit",
-                        "assessment_deadline_s", "tokens_file", "tls_cert", "tls_key"});
+                        "assessment_deadline_s", "tokens_file", "tls_cert", "tls_key", "read_workers",
+                        "read_queue_limit", "body_memory_limit_bytes"});
       s.io_threads = PositiveInt(sr, "io_threads", s.io_threads);
       s.workers = PositiveInt(sr, "workers", s.workers);
       int64_t body = sr.IntOr("body_limit_bytes", s.body_limit_bytes);
@@ -46,6 +49,14 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
       s.body_limit_bytes = body;
       s.read_timeout_s = PositiveInt(sr, "read_timeout_s", s.read_timeout_s);
       s.queue_limit = PositiveInt(sr, "queue_limit", s.queue_limit);
+      s.read_workers = PositiveInt(sr, "read_workers", s.read_workers);
+      s.read_queue_limit = PositiveInt(sr, "read_queue_limit", s.read_queue_limit);
+      // Unset, it grows with body_limit_bytes, so one largest body always fits.
+      int64_t held = sr.IntOr("body_memory_limit_bytes", std::max(s.body_memory_limit_bytes, s.body_limit_bytes));
+      if (held < s.body_limit_bytes) {
+        throw FieldError(sr.Child("body_memory_limit_bytes"), "must be >= server.body_limit_bytes");
+      }
+      s.body_memory_limit_bytes = held;
       s.assessment_deadline_s = PositiveInt(sr, "assessment_deadline_s", s.assessment_deadline_s);
       s.tokens_file = sr.StringOr("tokens_file", "");
       s.tls_cert = sr.StringOr("tls_cert", "");
@@ -118,6 +129,9 @@ nlohmann::json ConfigToJson(const Config& c) {
             {"body_limit_bytes", s.body_limit_bytes},
             {"read_timeout_s", s.read_timeout_s},
             {"queue_limit", s.queue_limit},
+            {"read_workers", s.read_workers},
+            {"read_queue_limit", s.read_queue_limit},
+            {"body_memory_limit_bytes", s.body_memory_limit_bytes},
             {"assessment_deadline_s", s.assessment_deadline_s},
             {"tokens_file", s.tokens_file},
             {"tls_cert", s.tls_cert},

@@ -21,6 +21,9 @@ struct ServerOptions {
   int64_t body_limit_bytes = 64 << 20;     // larger requests get 413
   int read_timeout_s = 30;                 // header + body read deadline
   int queue_limit = 16;                    // simulations waiting or running; more get 503
+  int read_workers = 2;                    // threads rendering bulk reads (documents, listings)
+  int read_queue_limit = 32;               // bulk reads waiting or running; more get 503
+  int64_t body_memory_limit_bytes = 256 << 20;  // request bodies held at once, all connections; more get 503
   int assessment_deadline_s = 60;          // per simulation request; past it 504
   std::string tokens_file;                 // empty = no authentication
   std::string tls_cert;                    // both set = HTTPS

@@ -17,7 +17,7 @@ int LevelForTier(std::string_view tier) {
 }
 
 std::optional<NodeId> Topology::FindNode(std::string_view name) const {
-  auto it = by_name_.find(std::string(name));
+  auto it = by_name_.find(name);
   if (it == by_name_.end()) return std::nullopt;
   return it->second;
 }

@@ -10,6 +10,7 @@
 // Thread safety: const methods are safe to call concurrently.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -124,7 +125,12 @@ class Topology {
   std::vector<Link> links_;
   std::vector<uint32_t> offsets_;  // CSR: node n's adjacency is [offsets_[n], offsets_[n+1])
   std::vector<Adjacency> adjacency_;
-  std::unordered_map<std::string, NodeId> by_name_;
+  // Transparent hash and equality: FindNode(string_view) looks up without building a std::string.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, NodeId, NameHash, std::equal_to<>> by_name_;
   std::vector<NodeId> hosts_;
   std::vector<NodeId> switches_;
   std::map<int, std::string> tiers_;

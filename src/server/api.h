@@ -8,8 +8,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -38,11 +40,56 @@ struct ApiResponse {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
+// Where a route runs (src/server/http_server.cpp admits by this):
+//   kInline      on the I/O thread: only /healthz, /readyz, /metrics and the console's static files, which
+//                touch neither the store, a simulation nor a large render;
+//   kRead        on the worker pool, bulk-read queue: documents, listings, anything that touches the store;
+//   kSimulation  on the worker pool, simulation queue: assessments, plans, candidates, calibration fits and
+//                predictions; these get the configured deadline and are cancelled when the client goes away.
+enum class Admission { kInline, kRead, kSimulation };
+std::string_view AdmissionName(Admission admission);  // "inline" | "read" | "simulation"
+
+class Api;
+struct RoutedRequest;
+
+// One row of the route table (Api::Routes()): everything the server knows
+// about a route. Auth, the metrics label, 404/405 and the admission class
+// come from here; tests/server/openapi_test.cpp checks docs/openapi.yaml
+// against it in both directions.
 struct Route {
-  std::string method;
-  std::string pattern;  // "/v1/assessments/{id}"
-  bool slow = false;    // runs on the worker pool (simulations)
+  using Handler = ApiResponse (Api::*)(const RoutedRequest&);
+
+  std::string method;           // "GET", "PUT", "POST", "DELETE" (HEAD is served by GET rows)
+  std::string pattern;          // "/v1/assessments/{id}"; a {name} segment matches one non-empty segment
+  std::optional<Role> role;     // nullopt: open even with a tokens file
+  Admission admission = Admission::kRead;
+  Handler handler = nullptr;
   std::string summary;
+
+  std::string name() const { return method + " " + pattern; }  // "GET /v1/assessments/{id}": metrics, logs
+};
+
+// A request after Api::Route(): the target decoded and normalised once and
+// matched against the table once. Exactly one of `route` and `problem` is
+// set when routing is done: `problem` is the ready answer for a target that
+// breaks a rule (400), names no route (404) or a route without that method
+// (405, with an Allow header).
+struct RoutedRequest {
+  ApiRequest request;                          // as received; the server may set request.stop after routing
+  const Route* route = nullptr;                // the matched row, or nullptr
+  std::string path;                            // percent-decoded, normalised: what the route matched
+  std::map<std::string, std::string> params;   // {name} segments of the pattern, decoded
+  std::map<std::string, std::string> query;    // decoded; repeated keys joined with commas
+  Admission admission = Admission::kInline;    // of the route; kInline for an unmatched request
+  std::optional<ApiResponse> problem;          // 400 / 404 / 405 when there is no route
+  // Set by Api::Handle after authentication (COMMON.md): "<token name> (<role>)" when a bearer token
+  // authenticated the request, else "anonymous (<peer address>)".
+  std::string principal;
+
+  // The route's name ("GET /v1/assessments/{id}"), or "unmatched"; the metrics label.
+  std::string RouteName() const { return route ? route->name() : "unmatched"; }
+  const std::string& Param(const std::string& name) const;  // "" when absent
+  const std::string& Query(const std::string& name) const;  // "" when absent
 };
 
 // Extension points the daemon plugs in (connectors, metrics): each returns
@@ -50,6 +97,8 @@ struct Route {
 struct ApiHooks {
   std::function<nlohmann::json()> sources;            // GET /v1/sources
   std::function<bool(std::string*)> sources_ready;    // readyz: false + reason when a source is stale
+  // readyz: false + reason while the store cannot write (the store prober's last result; must not block).
+  std::function<bool(std::string*)> store_writable;
   std::function<std::string()> metrics;               // GET /metrics (text format)
   std::function<Result<nlohmann::json>(const ApiRequest&)> links;       // GET /v1/links
   std::function<Result<nlohmann::json>(const std::string&)> job_paths;  // GET /v1/jobs/{id}/paths
@@ -61,46 +110,63 @@ class Api {
  public:
   Api(State* state, Engine* engine, ApiHooks hooks = {});
 
-  // With a token table, every route but /healthz and /readyz needs a bearer
-  // token of a sufficient role (401 without one, 403 with too weak a one).
+  // With a token table, every route whose row has a role needs a bearer
+  // token of at least that role (401 without one, 403 with too weak a one).
   void RequireTokens(std::shared_ptr<const TokenTable> tokens) { tokens_ = std::move(tokens); }
 
+  // Decodes and normalises the target and matches the table, once. Cheap
+  // (no store, no simulation): call it on the I/O thread to learn the
+  // admission class, then Handle() wherever that class runs.
+  RoutedRequest Route(ApiRequest request) const;
+  // Authenticates, then runs the route's handler (or answers routed.problem).
+  // Never throws: a handler's exception becomes a 500 problem.
+  ApiResponse Handle(RoutedRequest& routed);
+  // Route + Handle, for tests and callers without an admission step.
   ApiResponse Handle(const ApiRequest& request);
 
-  // Whether `request` should run on the worker pool rather than the I/O thread.
-  bool IsSlow(const ApiRequest& request) const;
-  // The route a request matched ("GET /v1/assessments/{id}"), for metrics and logs.
-  std::string RouteName(const ApiRequest& request) const;
-  static const std::vector<Route>& Routes();
+  // Transitional wrappers over Route() for src/server/http_server.cpp until
+  // it admits by RoutedRequest::admission: whether the request leaves the
+  // I/O thread, and its route's name.
+  bool IsSlow(const ApiRequest& request) const { return Route(request).admission != Admission::kInline; }
+  std::string RouteName(const ApiRequest& request) const { return Route(request).RouteName(); }
+
+  // The route table: one row per method and pattern.
+  static const std::vector<server::Route>& Routes();
 
  private:
-  using Params = std::map<std::string, std::string>;
-  using Query = std::map<std::string, std::string>;
-  ApiResponse Dispatch(const ApiRequest& req, const std::string& path, const Query& query);
+  // Sets routed.principal; the 401/403 answer when the route's role is not met.
+  std::optional<ApiResponse> Authorize(RoutedRequest& routed) const;
 
-  ApiResponse Health();
-  ApiResponse Ready();
-  ApiResponse GetTopology();
-  ApiResponse PutTopology(const ApiRequest& req);
-  ApiResponse GetJobs(const ApiRequest& req, const Query& query);
-  ApiResponse GetJob(const std::string& id);
-  ApiResponse PutJobs(const ApiRequest& req);
-  ApiResponse GetSnapshots(const ApiRequest& req, const Query& query);
-  ApiResponse PostAssessment(const ApiRequest& req, const Query& query);
-  ApiResponse GetAssessment(const ApiRequest& req, const std::string& id, const Query& query);
-  ApiResponse ListAssessments(const ApiRequest& req, const Query& query);
-  ApiResponse DrainCandidates(const ApiRequest& req, const Query& query);
-  ApiResponse PostPlan(const ApiRequest& req, const Query& query);
-  ApiResponse PostDrain(const ApiRequest& req);
-  ApiResponse ListDrains(const ApiRequest& req, const Query& query);
-  ApiResponse DeleteDrain(const std::string& id);
-  ApiResponse GetPolicy();
-  ApiResponse PutPolicy(const ApiRequest& req);
-  ApiResponse PostObservations(const ApiRequest& req);
-  ApiResponse ListObservations(const Query& query);
-  ApiResponse GetCalibration();
-  ApiResponse PostCalibration(const ApiRequest& req);
-  ApiResponse PutCalibration(const ApiRequest& req);
+  // Handlers, one per row of the table; grouped by file under src/server/routes/.
+  ApiResponse Health(const RoutedRequest& rr);
+  ApiResponse Ready(const RoutedRequest& rr);
+  ApiResponse GetMetrics(const RoutedRequest& rr);
+  ApiResponse GetConsole(const RoutedRequest& rr);
+  ApiResponse GetOpenApi(const RoutedRequest& rr);
+  ApiResponse GetSources(const RoutedRequest& rr);
+  ApiResponse GetLinks(const RoutedRequest& rr);
+  ApiResponse GetJobPaths(const RoutedRequest& rr);
+  ApiResponse GetTopology(const RoutedRequest& rr);
+  ApiResponse PutTopology(const RoutedRequest& rr);
+  ApiResponse GetJobs(const RoutedRequest& rr);
+  ApiResponse GetJob(const RoutedRequest& rr);
+  ApiResponse PutJobs(const RoutedRequest& rr);
+  ApiResponse GetSnapshots(const RoutedRequest& rr);
+  ApiResponse GetPolicy(const RoutedRequest& rr);
+  ApiResponse PutPolicy(const RoutedRequest& rr);
+  ApiResponse PostAssessment(const RoutedRequest& rr);
+  ApiResponse GetAssessment(const RoutedRequest& rr);
+  ApiResponse ListAssessments(const RoutedRequest& rr);
+  ApiResponse DrainCandidates(const RoutedRequest& rr);
+  ApiResponse PostPlan(const RoutedRequest& rr);
+  ApiResponse PostDrain(const RoutedRequest& rr);
+  ApiResponse ListDrains(const RoutedRequest& rr);
+  ApiResponse DeleteDrain(const RoutedRequest& rr);
+  ApiResponse PostObservations(const RoutedRequest& rr);
+  ApiResponse ListObservations(const RoutedRequest& rr);
+  ApiResponse GetCalibration(const RoutedRequest& rr);
+  ApiResponse PostCalibration(const RoutedRequest& rr);
+  ApiResponse PutCalibration(const RoutedRequest& rr);
 
   EngineContext Context(const ApiRequest& req, model::SnapshotPtr snapshot) const;
 

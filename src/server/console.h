@@ -1,10 +1,12 @@
-// The operator console: a static web page (HTML, CSS, vanilla JS, inline SVG)
+// The operator console: a static web page (HTML, CSS, plain JS modules, inline SVG)
 // served by the daemon at "/" and "/ui/{file}". The files live in
 // src/server/console/ and are embedded in the binary at build time
 // (console/embed.cmake), so the page needs nothing at run time but the daemon:
-// no CDN, no internet. The page itself holds no data; it reads everything
-// through the public REST API with the caller's bearer token, so these routes
-// are public and the API routes keep their roles.
+// no CDN, no internet. index.html loads console.js, which imports its sibling
+// modules by relative URL (/ui/dom.js, /ui/fabric.js, ...). The page itself
+// holds no data; it reads everything through the public REST API with the
+// caller's bearer token, so these routes are public and the API routes keep
+// their roles.
 #pragma once
 
 #include <optional>

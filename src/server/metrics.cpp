@@ -111,4 +111,11 @@ std::string Metrics::Render() {
   return out;
 }
 
+std::string_view MethodLabel(std::string_view method) {
+  for (std::string_view known : {"GET", "HEAD", "PUT", "POST", "DELETE"}) {
+    if (method == known) return known;
+  }
+  return "other";
+}
+
 }  // namespace drainwise::server

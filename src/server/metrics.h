@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace drainwise::server {
@@ -52,5 +53,11 @@ class Metrics {
   std::map<std::string, Family> families_;
   std::vector<std::function<void(Metrics&)>> scrape_hooks_;
 };
+
+// Label values for HTTP requests, bounded so a client cannot mint series:
+// the route label is RoutedRequest::RouteName() (a table row or
+// "unmatched"); the method label is the method when the route table knows it
+// (GET, HEAD, PUT, POST, DELETE), else "other".
+std::string_view MethodLabel(std::string_view method);
 
 }  // namespace drainwise::server

@@ -49,4 +49,16 @@ nlohmann::json ProblemJson(const Error& error, std::string_view instance) {
   return j;
 }
 
+nlohmann::json ProblemJson(int status, std::string_view slug, std::string_view title, std::string_view detail,
+                           std::string_view instance) {
+  nlohmann::json j = {
+      {"type", "https://drainwise.dev/problems/" + std::string(slug)},
+      {"title", title},
+      {"status", status},
+      {"detail", detail},
+  };
+  if (!instance.empty()) j["instance"] = instance;
+  return j;
+}
+
 }  // namespace drainwise::server

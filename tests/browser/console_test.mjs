@@ -83,6 +83,10 @@ async function main() {
   check(drawn === snap.current.switches, `fabric draws every switch of the demo as SVG (${drawn})`, `expected ${snap.current.switches}`);
   const hostBoxes = await page.eval('document.querySelectorAll("#fabric svg g.hosts").length');
   check(hostBoxes === 8, `hosts are collapsed into one box per leaf group (${hostBoxes})`, 'expected 8 (2 pods x 4 racks)');
+  // The script is a set of ES modules (console.js imports its siblings): every
+  // one of them came from /ui/ and ran, or the page would not be ready.
+  const modules = await page.eval('performance.getEntriesByType("resource").filter((e) => /\\/ui\\/[a-z_]+\\.js$/.test(e.name)).length');
+  check(modules >= 11, `the console's modules load from /ui/ (${modules})`, 'expected console.js and the 10 modules it imports');
   const header = await page.eval('document.querySelector("#snapshot").textContent');
   check(/1,024 GPUs/.test(header) && /15 jobs/.test(header), 'the header shows the snapshot in use', header);
   if (shots) {

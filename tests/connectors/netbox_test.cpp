@@ -64,11 +64,12 @@ TEST_CASE("netbox 4.x fixture pages parse field by field") {
   CHECK(c.b[0].interface == "swp17");
 
   // The fixture lists only leaf-a01: its one cable goes to a device NetBox did
-  // not return, so nothing is cabled and the fabric is empty.
+  // not return, so nothing is cabled, and the refusal says why.
   auto empty = BuildNetboxTopology(*devices, *ifs, *cables);
-  REQUIRE(empty.has_value());
-  CHECK(empty->nodes.empty());
-  CHECK(empty->links.empty());
+  REQUIRE_FALSE(empty.has_value());
+  CHECK(empty.error().message ==
+        "netbox: 0 of 1 cable terminations gave a fabric link: 1 ended on a device that is unknown, unnamed or of a "
+        "skipped status");
 
   // With the spine present the cable becomes a 400G link; the spine's port
   // speed is unknown (not in the interfaces page) so leaf swp1's 400G counts.
@@ -236,6 +237,28 @@ TEST_CASE("netbox pagination follows next, keeping the configured origin") {
   auto bad = FetchNetboxPages(fetch, "bad");
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().message == "netbox page bad: results: expected an array");
+}
+
+TEST_CASE("netbox: an empty fabric names the roles role_tiers does not know") {
+  // The fixture's leaf and a spine, with role_tiers naming neither role.
+  NetboxOptions o;
+  o.role_tiers = {{"fabric-leaf", "leaf"}, {"fabric-spine", "spine"}};
+  auto devices = ParseNetboxDevices(ReadJson("fixtures/netbox_devices.json"), o);
+  auto interfaces = ParseNetboxInterfaces(ReadJson("fixtures/netbox_interfaces.json"));
+  auto cables = ParseNetboxCables(ReadJson("fixtures/netbox_cables.json"));
+  REQUIRE(devices.has_value());
+  REQUIRE(interfaces.has_value());
+  REQUIRE(cables.has_value());
+  devices->push_back(NetboxDevice{201, "spine-01", "spine", "active", "dc1", "", std::nullopt});
+  auto t = BuildNetboxTopology(*devices, *interfaces, *cables, o);
+  REQUIRE_FALSE(t.has_value());
+  CHECK(t.error().message ==
+        "netbox: 0 of 1 cable terminations gave a fabric link: 1 joined two devices whose roles role_tiers does not "
+        "name (roles seen: '" + (*devices)[0].role + "' ×1, 'spine' ×1; role_tiers: fabric-leaf, fabric-spine)");
+
+  auto none = BuildNetboxTopology(*devices, *interfaces, {}, o);
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().message == "netbox: 0 of 0 cable terminations gave a fabric link: NetBox returned no cables");
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <map>
+#include <set>
+
 #include "connectors/slurm.h"
 #include "model/topology.h"
 #include "test_data.h"
@@ -81,11 +84,20 @@ TEST_CASE("topology.conf errors name the line") {
       {"SwitchName=s1 Nodes=h[1-2]\nSwitchName=sp Switches=s[1-2]\n",
        "topology.conf line 2: switch 'sp' lists undefined switch 's2'"},
       {"SwitchName=a Switches=b\nSwitchName=b Switches=a\n", "topology.conf line 1: switch 'a' is part of a cycle"},
-      {"SwitchName=s1 Nodes=h1 Color=red\n", "topology.conf line 1: unknown key 'Color' (SwitchName, Switches, Nodes, LinkSpeed)"},
+      {"SwitchName=s1 Nodes=h1 Color=red\n", "topology.conf line 1: unknown key 'Color' (SwitchName, Switches, Nodes, LinkSpeed; BlockName, BlockSizes)"},
       {"\n\nSwitchName=s1 Nodes=gpu[01-02]-ib\n",
        "topology.conf line 3: Nodes: hostlist 'gpu[01-02]-ib': text '-ib' after the last ']'"},
       {"SwitchName=s1 Nodes=h1\nSwitchName=s1 Nodes=h2\n", "topology.conf line 2: switch 's1' defined twice"},
-      {"Nodes=h1\n", "topology.conf line 1: SwitchName= required"},
+      {"Nodes=h1\n", "topology.conf line 1: SwitchName= (or BlockName=) required"},
+      {"BlockName=b1 Nodes=h1\nSwitchName=s1 Nodes=h2\n",
+       "topology.conf line 1: BlockName= (topology/block) and SwitchName= (topology/tree, line 2) in one file"},
+      {"BlockName=b1 Nodes=h[1-3]\nBlockSizes=2,4\n",
+       "topology.conf line 1: block 'b1' has 3 nodes, more than the base block size 2 (BlockSizes, line 2)"},
+      {"BlockName=b1 Nodes=h1\nBlockSizes=4,2\n",
+       "topology.conf line 2: BlockSizes: 2 does not grow after 4 (sizes must increase)"},
+      {"BlockName=b1 Nodes=h1\nBlockName=b2 Nodes=h1\n", "topology.conf line 2: node 'h1' is in two blocks"},
+      {"SwitchName=no-topology Nodes=h[1-2]\n",
+       "topology.conf: every node (2) is under no-topology; no switch to build a fabric from"},
       {"SwitchName=s1\n", "topology.conf line 1: switch 's1' has neither Switches= nor Nodes="},
       {"SwitchName=s1 Nodes=h1 LinkSpeed=fast\n", "topology.conf line 1: LinkSpeed 'fast' is not a positive number"},
   };
@@ -145,27 +157,118 @@ TEST_CASE("slurm jobs errors: in-band slurmrestd errors, bad fields") {
   REQUIRE_FALSE(err.has_value());
   CHECK(err.error().message == "slurm jobs: errors[0]: slurm reported: Unable to query jobs");
 
+  // One job that cannot be read is skipped and named; the others apply.
+  auto skipped_one = [](const json& doc, const char* message) {
+    CAPTURE(message);
+    Diagnostics diag;
+    auto jobs = ParseSlurmJobs(doc, {}, &diag);
+    REQUIRE(jobs.has_value());
+    CHECK(jobs->jobs.empty());  // the fixture's only running job
+    REQUIRE(diag.skipped.size() == 1);
+    CHECK(diag.skipped[0].reason == message);
+  };
   json doc = ReadJson("fixtures/squeue.json");
   doc["jobs"][0]["job_state"] = 3;
-  auto bad = ParseSlurmJobs(doc);
-  REQUIRE_FALSE(bad.has_value());
-  CHECK(bad.error().message == "slurm jobs: jobs[0].job_state: expected a string or a list, got number");
-
+  skipped_one(doc, "jobs[0].job_state: expected a string or a list, got number");
   doc = ReadJson("fixtures/squeue.json");
   doc["jobs"][0]["nodes"] = "gpu[4-1]";
-  bad = ParseSlurmJobs(doc);
-  REQUIRE_FALSE(bad.has_value());
-  CHECK(bad.error().message == "slurm jobs: jobs[0].nodes: hostlist 'gpu[4-1]': reversed range '4-1'");
-
+  skipped_one(doc, "jobs[0].nodes: hostlist 'gpu[4-1]': reversed range '4-1'");
   doc = ReadJson("fixtures/squeue.json");
   doc["jobs"][0]["start_time"] = json{{"set", true}, {"infinite", false}};
-  bad = ParseSlurmJobs(doc);
-  REQUIRE_FALSE(bad.has_value());
-  CHECK(bad.error().message == "slurm jobs: jobs[0].start_time.number: required");
+  skipped_one(doc, "jobs[0].start_time.number: required");
 
   auto no_jobs = ParseSlurmJobs(json::parse(R"({"meta": {}})"));
   REQUIRE_FALSE(no_jobs.has_value());
   CHECK(no_jobs.error().message == "slurm jobs: jobs: required");
+}
+
+TEST_CASE("slurm jobs: one bad hostlist skips that job only") {
+  json doc = ReadJson("connectors/slurmrestd_v0041_mixed.json");
+  doc["jobs"][0]["nodes"] = "gpu[4-1]";
+  Diagnostics diag;
+  auto jobs = ParseSlurmJobs(doc, {}, &diag);
+  REQUIRE(jobs.has_value());
+  CHECK(jobs->jobs.size() == 1);      // 90002 still applies
+  REQUIRE(diag.skipped.size() == 2);  // 90001 (hostlist) and 90003 (CPU-only)
+  CHECK(diag.skipped[0].item == "job 90001");
+  CHECK(diag.skipped[0].reason == "jobs[0].nodes: hostlist 'gpu[4-1]': reversed range '4-1'");
+}
+
+// slurmrestd 24.05 (data_parser v0.0.41) shapes as real clusters emit them: a
+// GPU job with tres_per_node "gres:gpu:8", a GPU job whose GPUs show only in
+// tres_alloc_str (gres/gpu=4 repeated as gres/gpu:l40s=4), and a CPU-only job
+// with empty tres_per_* and "cpu=1,mem=15737M,node=1,billing=1"
+// (tests/data/connectors/README.md says where the shapes come from).
+TEST_CASE("slurm jobs: CPU-only jobs are skipped by default, or kept and marked") {
+  auto doc = ReadJson("connectors/slurmrestd_v0041_mixed.json");
+  Diagnostics diag;
+  auto jobs = ParseSlurmJobs(doc, {}, &diag);
+  REQUIRE(jobs.has_value());
+  REQUIRE(jobs->jobs.size() == 2);
+  CHECK(jobs->jobs[0].id == "90001");
+  CHECK(jobs->jobs[0].gpus_per_host == 8);  // gres:gpu:8 per node
+  CHECK(jobs->jobs[1].id == "90002");
+  CHECK(jobs->jobs[1].gpus_per_host == 2);  // gres/gpu=4 over 2 hosts
+  REQUIRE(diag.skipped.size() == 1);
+  CHECK(diag.skipped[0].item == "job 90003");
+  CHECK(diag.skipped[0].reason.find("CPU-only") == 0);
+
+  SlurmJobsOptions mark;
+  mark.cpu_jobs = "mark";
+  Diagnostics none;
+  auto marked = ParseSlurmJobs(doc, mark, &none);
+  REQUIRE(marked.has_value());
+  REQUIRE(marked->jobs.size() == 3);
+  CHECK(marked->jobs[2].labels.at("cpu_only") == "true");
+  CHECK(none.skipped.empty());
+
+  SlurmJobsOptions bad;
+  bad.cpu_jobs = "drop";
+  auto refused = ParseSlurmJobs(doc, bad);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().message == "slurm jobs: cpu_jobs 'drop': expected skip or mark");
+}
+
+// NVIDIA topograph's topology/block output (the form of its engine tests):
+// blocks of NVLink domains, "# blockNNN=<domain>" comments, a BlockSizes line.
+TEST_CASE("topology.conf topology/block: blocks are leaves under one spine, pods from BlockSizes") {
+  auto t = ParseSlurmTopologyConf(ReadText("connectors/topograph_block.conf"));
+  REQUIRE(t.has_value());
+  // 1 spine + 4 blocks + 4 x 2 nodes.
+  REQUIRE(t->nodes.size() == 13);
+  CHECK(t->nodes[0].id == "block-fabric");
+  CHECK(t->nodes[0].tier == "spine");
+  CHECK(t->nodes[1].id == "block001");
+  CHECK(t->nodes[1].tier == "leaf");
+  CHECK(CountLinks(*t, "block001") == 3);  // 2 nodes + the spine
+  CHECK(CountLinks(*t, "block-fabric") == 4);
+  // BlockSizes=2,4: base blocks of 2 nodes aggregate in pairs at 4, so blocks
+  // 1-2 share pod 0 and blocks 3-4 pod 1.
+  std::map<std::string, std::string> pod_of;
+  for (const auto& n : t->nodes) pod_of[n.id] = n.pod;
+  CHECK(pod_of.at("block001") == "block-pod-0");
+  CHECK(pod_of.at("node11") == "block-pod-0");
+  CHECK(pod_of.at("node22") == "block-pod-0");
+  CHECK(pod_of.at("node31") == "block-pod-1");
+  CHECK(pod_of.at("node42") == "block-pod-1");
+  CHECK(model::BuildTopology(*t).has_value());
+}
+
+// topograph's tree output puts the nodes it could not place under a switch
+// named no-topology: not a fabric, so they are left out and named.
+TEST_CASE("topology.conf: topograph's no-topology bucket is not a switch") {
+  Diagnostics diag;
+  auto t = ParseSlurmTopologyConf(ReadText("connectors/topograph_tree.conf"), {}, &diag);
+  REQUIRE(t.has_value());
+  std::set<std::string> ids;
+  for (const auto& n : t->nodes) ids.insert(n.id);
+  CHECK(ids.count("no-topology") == 0);
+  CHECK(ids.count("node13") == 0);
+  CHECK(ids.count("node11") == 1);
+  REQUIRE(diag.skipped.size() == 2);
+  CHECK(diag.skipped[0].item == "node node13");
+  CHECK(diag.skipped[0].reason.find("no-topology") != std::string::npos);
+  CHECK(model::BuildTopology(*t).has_value());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "codec/native.h"
 #include "connectors/fetch.h"
@@ -185,7 +186,8 @@ TEST_CASE("documents of every kind through the source entry point") {
   auto empty = ParseSourceDocument(Config({{"name", "nb"}, {"kind", "netbox"}, {"path", "x"}}),
                                    R"({"devices": [], "interfaces": [], "cables": []})", 0);
   REQUIRE_FALSE(empty.has_value());
-  CHECK(empty.error().message == "source nb: topology is empty");
+  CHECK(empty.error().message ==
+        "source nb: netbox: 0 of 0 cable terminations gave a fabric link: NetBox returned no cables");
   auto garbage = ParseSourceDocument(Config({{"name", "sq"}, {"kind", "slurm"}, {"path", "x"}}), "<html>oops</html>", 0);
   REQUIRE_FALSE(garbage.has_value());
   CHECK(garbage.error().message.find("source sq: slurm: malformed JSON at byte") == 0);
@@ -252,6 +254,62 @@ TEST_CASE("lldp source from a directory of per-system reports") {
   REQUIRE_MESSAGE(d.has_value(), (d ? "" : d.error().message));
   CHECK(d->topology->links.size() == 2);
   CHECK(d->topology->nodes.size() == 3);
+  CHECK(d->observed_systems == std::set<std::string>{"gpu001", "leaf-a01"});
+}
+
+TEST_CASE("lldp directory: one truncated report is skipped and named, the others apply") {
+  auto dir = std::filesystem::temp_directory_path() / ("drainwise-lldp-bad-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "gpu001.json") << ReadText("fixtures/lldpctl_single.json");
+  std::ofstream(dir / "gpu002.json") << ReadText("fixtures/lldpctl_multi.json");
+  std::string truncated = ReadText("fixtures/lldpctl_multi.json");
+  std::ofstream(dir / "gpu003.json") << truncated.substr(0, truncated.size() / 2);
+  auto d = LoadSource(Config({{"name", "l"}, {"kind", "lldp"}, {"path", dir.string()}}), 0);
+  std::ofstream(dir / "gpu001.json", std::ios::trunc) << "{";
+  std::ofstream(dir / "gpu002.json", std::ios::trunc) << "";
+  auto none = LoadSource(Config({{"name", "l"}, {"kind", "lldp"}, {"path", dir.string()}}), 0);
+  std::filesystem::remove_all(dir);
+  REQUIRE_MESSAGE(d.has_value(), (d ? "" : d.error().message));
+  // gpu001 -> leaf-a01:Ethernet8, gpu002 -> leaf-a02:Ethernet8; gpu002's
+  // claim on leaf-a01:Ethernet8 (the fixtures share that port) is refused and
+  // listed, as is the truncated report.
+  CHECK(d->topology->links.size() == 2);
+  REQUIRE(d->diagnostics.skipped.size() == 2);
+  CHECK(d->diagnostics.skipped[0].item == "report gpu003.json");
+  CHECK(d->diagnostics.skipped[0].reason.find("gpu003.json") != std::string::npos);
+  CHECK(d->diagnostics.skipped[1].reason == "the port already links to another neighbour (first report wins)");
+  CHECK(d->observed_systems == std::set<std::string>{"gpu001", "gpu002"});
+  // Every report bad: an error naming how many and the first reason.
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().message.rfind("source l: none of the 3 lldp reports could be read; first: report gpu001.json: ",
+                                   0) == 0);
+}
+
+TEST_CASE("source config: authority, LLDP naming and fabric ports, Slurm cpu_jobs, telemetry aliases") {
+  CHECK(Config({{"name", "nb"}, {"kind", "netbox"}, {"url", "https://nb"}}).authority == TopologyAuthority::kIntent);
+  CHECK(Config({{"name", "l"}, {"kind", "lldp"}, {"path", "x"}}).authority == TopologyAuthority::kObservation);
+  CHECK(Config({{"name", "n"}, {"kind", "native"}, {"path", "x"}}).authority == TopologyAuthority::kAll);
+  CHECK(Config({{"name", "n"}, {"kind", "native"}, {"path", "x"}, {"authority", "intent"}}).authority ==
+        TopologyAuthority::kIntent);
+  auto l = Config({{"name", "l"}, {"kind", "lldp"}, {"path", "x"},
+                   {"options", {{"fabric_ports", {"ens1?np0"}}, {"aliases", {{"10.0.0.1", "leaf1"}}}, {"strip_domain", false}}}});
+  CHECK(l.lldp.fabric_ports == std::vector<std::string>{"ens1?np0"});
+  CHECK(l.lldp.aliases.at("10.0.0.1") == "leaf1");
+  CHECK_FALSE(l.lldp.strip_domain);
+  CHECK(Config({{"name", "s"}, {"kind", "slurm"}, {"path", "x"}, {"options", {{"cpu_jobs", "mark"}}}}).slurm.cpu_jobs ==
+        "mark");
+  auto g = Config({{"name", "g"}, {"kind", "gnmi"}, {"path", "x"}, {"options", {{"device_aliases", {{"10.0.0.11", "leaf-a01"}}}}}});
+  CHECK(g.telemetry_names.aliases.at("10.0.0.11") == "leaf-a01");
+
+  auto bad = ParseSourceConfig(json{{"name", "s"}, {"kind", "slurm"}, {"path", "x"}, {"authority", "intent"}});
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message == "source.authority: only topology sources have one, not slurm");
+  bad = ParseSourceConfig(json{{"name", "n"}, {"kind", "native"}, {"path", "x"}, {"authority", "truth"}});
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message == "source.authority: authority 'truth': expected intent, observation or all");
+  bad = ParseSourceConfig(json{{"name", "s"}, {"kind", "slurm"}, {"path", "x"}, {"options", {{"cpu_jobs", "drop"}}}});
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message == "source.options.cpu_jobs: 'drop': expected skip or mark");
 }
 
 // --- the manager, with a scripted loader -----------------------------------
@@ -399,6 +457,60 @@ TEST_CASE("source manager: versions, no-change refreshes, stale with last good k
   CHECK(m.Current().version == 6);
 
   CHECK(m.RefreshNow("nope").error().code == ErrorCode::kNotFound);
+}
+
+// Intent from a topology.conf-like source, observation from LLDP: both are
+// used (merged, with provenance and drift), not just the first, and the
+// merged topology does not swap wholesale when one source fails.
+TEST_CASE("source manager: several topology sources merge; drift and skipped items are reported") {
+  std::vector<SourceConfig> configs = {
+      Config({{"name", "plan"}, {"kind", "native"}, {"path", "t"}, {"authority", "intent"}}),
+      Config({{"name", "lldp"}, {"kind", "lldp"}, {"path", "l"}}),
+  };
+  SourceData plan = TopologyData(100);  // TwoByTwo: hosts h0..h3, leaves, spines
+  SourceData seen;
+  seen.topology.emplace();
+  // LLDP from h0 sees its cable to l0 and an extra one to l1 nobody planned.
+  std::string h0_leaf;
+  for (const auto& link : plan.topology->links) {
+    if (link.a == "h0" || link.b == "h0") h0_leaf = link.a == "h0" ? link.b : link.a;
+  }
+  REQUIRE_FALSE(h0_leaf.empty());
+  std::string other_leaf;
+  for (const auto& n : plan.topology->nodes) {
+    if (n.kind == model::NodeKind::kSwitch && n.tier == "leaf" && n.id != h0_leaf) other_leaf = n.id;
+  }
+  seen.topology->nodes = plan.topology->nodes;
+  seen.topology->links = {{"h0", h0_leaf, 100, "", ""}, {"h0", other_leaf, 100, "eth9", "p9"}};
+  seen.observed_systems = {"h0"};
+  seen.diagnostics.Skip("report h7.json", "malformed JSON at byte 12");
+  Script script;
+  script.queue["plan"] = {plan, InvalidArgument("source plan: unreachable")};
+  script.queue["lldp"] = {seen};
+  SourceManagerOptions options;
+  options.loader = [&](const SourceConfig& c, double) { return script.Next(c.name); };
+  options.clock = [] { return 1000.0; };
+  std::vector<Update> updates;
+  SourceManager m(configs, options, [&](const Update& u) { updates.push_back(u); });
+  REQUIRE(m.RefreshAll() == 0);
+  auto u = m.Current();
+  REQUIRE(u.topology);
+  REQUIRE(u.merged);
+  // The planned links plus the extra cable.
+  CHECK(u.topology->links.size() == plan.topology->links.size() + 1);
+  REQUIRE(u.merged->drift.size() == 1);
+  CHECK(u.merged->drift[0].kind == "cable_not_intended");
+  CHECK(u.merged->drift[0].sources == std::vector<std::string>{"lldp"});
+  auto statuses = m.Statuses();
+  CHECK(statuses[1].diagnostics.skipped.size() == 1);
+  json status = SourceStatusToJson(statuses[1]);
+  CHECK(status["skipped"]["count"] == 1);
+  CHECK(status["skipped"]["first"][0]["item"] == "report h7.json");
+
+  // The plan source fails: it keeps its last good contribution; nothing swaps.
+  CHECK_FALSE(m.RefreshNow("plan").has_value());
+  CHECK(m.Current().topology->links.size() == plan.topology->links.size() + 1);
+  CHECK(m.Statuses()[0].stale);
 }
 
 TEST_CASE("source manager: background threads poll on their timers and stop promptly") {

@@ -116,6 +116,24 @@ TEST_CASE("telemetry maps onto links by port name; both ends merge") {
   CHECK(reasons[0] == "discards 10/s > 5/s");
   CHECK(reasons[2] == "utilisation 1% > 1%");  // 1.25% rounds to 1%
 
+  // gnmic keys the switch by its target address, SNMP by its FQDN in upper
+  // case: an alias and domain stripping map both onto the topology's name.
+  InterfaceTelemetry by_ip = leaf;
+  by_ip.device = "10.0.0.11";
+  InterfaceTelemetry by_fqdn = leaf;
+  by_fqdn.device = "LEAF-A01.dc1.example.com";
+  NameOptions names;
+  names.strip_domain = true;
+  names.aliases = {{"10.0.0.11", "leaf-a01"}};
+  for (const auto& keyed : {by_ip, by_fqdn}) {
+    CAPTURE(keyed.device);
+    auto mapped = MapToLinks(t, {keyed}, names);
+    REQUIRE(mapped.links.size() == 1);
+    CHECK(mapped.links[0].errors_per_s == doctest::Approx(2));
+    CHECK(mapped.unmatched.empty());
+  }
+  CHECK(MapToLinks(t, {by_ip}).unmatched == std::vector<std::string>{"10.0.0.11:swp9"});  // no alias: named
+
   leaf.oper_up = false;
   auto down = MapToLinks(t, {host, leaf});
   CHECK_FALSE(*down.links[0].oper_up);

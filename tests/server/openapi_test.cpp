@@ -1,6 +1,8 @@
-// docs/openapi.yaml against the router: the document served at
+// docs/openapi.yaml against the route table: the document served at
 // GET /v1/openapi.json (embedded from docs/openapi.yaml at build time) must
-// describe exactly the routes of Api::Routes(), no more and no fewer.
+// describe exactly the rows of Api::Routes(), no more and no fewer, each with
+// the row's role (x-drainwise-role, and `security: []` exactly when open)
+// and admission class (x-drainwise-admission).
 #include <doctest/doctest.h>
 
 #include <set>
@@ -111,9 +113,12 @@ TEST_CASE("every operation declares its path parameters, a success response and 
     CHECK(success);
     // Liveness has no failure answer of its own: no process, no reply.
     if (r.pattern != "/healthz") CHECK(problem);
-    // Public routes opt out of the bearer scheme explicitly.
-    bool is_public = r.pattern == "/healthz" || r.pattern == "/readyz" || r.pattern == "/" || r.pattern == "/ui/{file}";
-    CHECK(is_public == (op->contains("security") && (*op)["security"].empty()));
+    // The role and admission class are the table's.
+    std::string role = r.role ? std::string(server::RoleName(*r.role)) : "none";
+    CHECK(op->value("x-drainwise-role", "(missing)") == role);
+    CHECK(op->value("x-drainwise-admission", "(missing)") == std::string(server::AdmissionName(r.admission)));
+    // Open routes opt out of the bearer scheme explicitly, and only they do.
+    CHECK(!r.role == (op->contains("security") && (*op)["security"].empty()));
   }
 }
 
