@@ -10,7 +10,7 @@ std::string_view FlowRoutingName(FlowRouting routing) {
   switch (routing) {
     case FlowRouting::kSpray: return "spray";
     case FlowRouting::kSprayPath: return "spray-path";
-    case FlowRouting::kHashResilient: return "hash-resilient";
+    case FlowRouting::kHashResilient: return "hash";
     case FlowRouting::kHashRehash: return "hash-rehash";
   }
   return "spray";
