@@ -16,12 +16,14 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   const auto& demands = workload.demands;
   std::vector<int16_t> src_nics, dst_nics;
   for (const FlowDemand& d : demands) RegisterDemand(d, mask, sc.table, src_nics, dst_nics);
-  ComputeClasses(*index, mask, from.routes ? from.routes : from.reuse ? &from.reuse->table : nullptr, false, true,
+  ComputeClasses(*index, mask, from.routes ? from.routes : from.reuse ? &from.reuse->table : nullptr,
+                 from.routes != nullptr, false, true,
                  sc.table);
 
   const size_t nd = demands.size();
   sc.demand_hops.assign(nd, 0);
-  sc.demand_changed.assign(nd, 1);
+  sc.demand_changed.assign(nd, 0);
+  sc.demand_seed_free.assign(nd, 0);
   sc.job_connected.assign(snapshot->jobs->size(), 1);
 
   // Candidate next hops of `node` in a class's DAG (links sorted by from).
@@ -71,23 +73,29 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   std::vector<PairChoice> pairs;
   std::vector<LinkShare> links;
   std::vector<ClassTerm> path_terms;
-  std::unordered_map<uint64_t, std::vector<uint32_t>> path_classes;  // path hash -> classes
+  // Distinct fabric paths, by hash: the first class with a hash, and a chain
+  // of the others with the same hash (class_next, per class).
+  std::unordered_map<uint64_t, uint32_t> path_classes;
+  std::vector<uint32_t> class_next;
   std::vector<LinkShare> class_links;
   auto PathClass = [&](std::span<const uint32_t> path) -> uint32_t {
     uint64_t h = 0x243F6A8885A308D3ull;
     for (uint32_t l : path) h = Mix(h ^ l);
-    auto& candidates = path_classes[h];
-    for (uint32_t c : candidates) {
+    auto [it, inserted] = path_classes.try_emplace(h, kNoLink);
+    uint32_t last = kNoLink;  // the chain's last class
+    for (uint32_t c = it->second; c != kNoLink; c = class_next[c]) {
       const auto& cl = p.classes[c];
       if (cl.size() == path.size() &&
           std::equal(path.begin(), path.end(), cl.begin(), [](uint32_t l, const LinkShare& x) { return l == x.link; })) {
         return c;
       }
+      last = c;
     }
     class_links.clear();
     for (uint32_t l : path) class_links.push_back({l, 1.0});
-    uint32_t c = p.AddClass(class_links);
-    candidates.push_back(c);
+    const uint32_t c = p.AddClass(class_links);
+    class_next.resize(c + 1, kNoLink);
+    (last == kNoLink ? it->second : class_next[last]) = c;
     return c;
   };
   for (size_t i = 0; i < nd; ++i) {
@@ -99,6 +107,7 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       const uint64_t key = RouteTable::HostKey(d.src, d.dst);
       const RouteTable::Class* c = sc.table.Find(key);
       ok = c != nullptr && c->connected;
+      sc.demand_changed[i] = !ok || !c->clean;
       const RouteTable::Class* bc = resilient ? base->table.Find(key) : nullptr;
       for (uint32_t k = 0; ok && k < d.multiplicity; ++k) {
         walk(*c, bc, d.src, d.dst, Hash(seed, i, k, 0), flat);
@@ -107,6 +116,10 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
     } else {
       UsableNics(topo(), mask, d.src, d.src_nic, src_nics);
       UsableNics(topo(), mask, d.dst, d.dst_nic, dst_nics);
+      // Changed (from the baseline of the same seed): another NIC, or a
+      // route the drain touches; otherwise every hash picks as it did.
+      bool changed =
+          src_nics.size() != 1 || src_nics[0] != d.src_nic || dst_nics.size() != 1 || dst_nics[0] != d.dst_nic;
       pairs.clear();
       for (int16_t s : src_nics) {
         for (int16_t t : dst_nics) {
@@ -114,9 +127,11 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
           const RouteTable::Class* c = a == b ? nullptr : sc.table.Find(RouteTable::SwitchKey(a, b));
           if (a != b && (c == nullptr || !c->connected)) continue;
           pairs.push_back({s, t, c});
+          changed = changed || (c != nullptr && !c->clean);
         }
       }
       ok = !pairs.empty();
+      sc.demand_changed[i] = !ok || changed;
       if (ok && pairs.size() == 1 && pairs[0].c == nullptr) {
         // Both NICs on one switch: a single path, nothing to hash.
         links.clear();
@@ -125,6 +140,7 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
         p.AddAggregate(d.multiplicity, units::BitsFromBytes(d.bytes), links, {});
         sc.agg_demand.push_back(static_cast<uint32_t>(i));
         sc.demand_hops[i] = 2;
+        sc.demand_seed_free[i] = 1;
         continue;
       }
       for (uint32_t k = 0; ok && k < d.multiplicity; ++k) {

@@ -29,11 +29,8 @@ bool ClassTouchesDrain(const RouteTable::Class& c, const model::DrainMask& mask)
   return false;
 }
 
-// Computes every registered class not yet computed: clean ones are borrowed
-// from `baseline` (same route when no element of it is down), the rest
-// routed under `mask`, one PathTree per destination.
 void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline,
-                    bool per_path, bool sort_by_from, RouteTable& table) {
+                    bool same_mask, bool per_path, bool sort_by_from, RouteTable& table) {
   std::vector<uint32_t> todo;
   for (uint32_t i = 0; i < table.classes.size(); ++i) {
     RouteTable::Class& c = table.classes[i];
@@ -43,7 +40,7 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
       if (b != nullptr && b->computed && b->connected && !ClassTouchesDrain(*b, mask)) {
         c.computed = true;
         c.connected = true;
-        c.clean = true;
+        c.clean = same_mask ? b->clean : true;
         c.hops = b->hops;
         c.links = b->links;
         c.shares = b->shares;

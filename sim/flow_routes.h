@@ -110,10 +110,12 @@ struct RouteTable {
 // True when a route of `c` crosses an element `mask` takes down.
 bool ClassTouchesDrain(const RouteTable::Class& c, const model::DrainMask& mask);
 
-// Computes every registered class not yet computed: clean ones are borrowed
-// from `baseline` (same route when no element of it is down), the rest
-// routed under `mask`, one PathTree per destination.
+// Computes every registered class not yet computed: those of `baseline`
+// that no element of `mask` touches are borrowed (same route; clean), the
+// rest routed under `mask`, one PathTree per destination. With `same_mask`,
+// `baseline` is a table computed under `mask` itself (another seed's): its
+// routes are borrowed as they are, clean or not.
 void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline,
-                    bool per_path, bool sort_by_from, RouteTable& table);
+                    bool same_mask, bool per_path, bool sort_by_from, RouteTable& table);
 
 }  // namespace drainwise::sim

@@ -25,7 +25,8 @@ std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowO
 
 
 // Per aggregate of `sc`: its index in `base` when it is identical there
-// (same demand, weight, size and route), else kNoLink.
+// (same demand, weight, size and route), else kNoLink. Decided per demand
+// from the routes, so `base` needs no FluidProblem.
 std::vector<uint32_t> FlowSimulator::State::ReuseMap(const Scenario& base, const Scenario& sc) const {
   const size_t nd = workload.demands.size();
   std::vector<uint32_t> out(sc.agg_demand.size(), kNoLink);
@@ -39,28 +40,11 @@ std::vector<uint32_t> FlowSimulator::State::ReuseMap(const Scenario& base, const
     }
     return out;
   }
-  const FluidProblem& p = sc.problem;
-  const FluidProblem& q = base.problem;
-  auto same_agg = [&](size_t a, size_t b) {
-    if (p.weight[a] != q.weight[b] || p.bits[a] != q.bits[b]) return false;
-    if (!std::equal(p.private_links.begin() + p.private_offsets[a], p.private_links.begin() + p.private_offsets[a + 1],
-                    q.private_links.begin() + q.private_offsets[b], q.private_links.begin() + q.private_offsets[b + 1],
-                    [](const LinkShare& x, const LinkShare& y) { return x.link == y.link && x.share == y.share; })) {
-      return false;
-    }
-    const uint32_t ta = p.term_offsets[a + 1] - p.term_offsets[a], tb = q.term_offsets[b + 1] - q.term_offsets[b];
-    if (ta != tb) return false;
-    for (uint32_t k = 0; k < ta; ++k) {
-      const ClassTerm& x = p.terms[p.term_offsets[a] + k];
-      const ClassTerm& y = q.terms[q.term_offsets[b] + k];
-      if (x.scale != y.scale) return false;
-      auto cx = p.classes[x.cls], cy = q.classes[y.cls];
-      if (!std::equal(cx.begin(), cx.end(), cy.begin(), cy.end(),
-                      [](const LinkShare& u, const LinkShare& v) { return u.link == v.link && u.share == v.share; })) {
-        return false;
-      }
-    }
-    return true;
+  // Hash modes: a demand whose routes are unchanged hashes as it did under
+  // the same seed; under another seed only when nothing is hashed.
+  auto same_flows = [&](size_t i) {
+    if (sc.demand_changed[i]) return false;
+    return sc.seed == base.seed || (sc.demand_seed_free[i] && base.demand_seed_free[i]);
   };
   // Aggregates are emitted in demand order in both scenarios.
   size_t a = 0, b = 0;
@@ -68,12 +52,8 @@ std::vector<uint32_t> FlowSimulator::State::ReuseMap(const Scenario& base, const
     size_t a1 = a, b1 = b;
     while (a1 < sc.agg_demand.size() && sc.agg_demand[a1] == i) ++a1;
     while (b1 < base.agg_demand.size() && base.agg_demand[b1] == i) ++b1;
-    if (a1 - a == b1 - b && same_job_state(i)) {
-      bool same = true;
-      for (size_t k = 0; same && k < a1 - a; ++k) same = same_agg(a + k, b + k);
-      if (same) {
-        for (size_t k = 0; k < a1 - a; ++k) out[a + k] = static_cast<uint32_t>(b + k);
-      }
+    if (a1 - a == b1 - b && same_job_state(i) && same_flows(i)) {
+      for (size_t k = 0; k < a1 - a; ++k) out[a + k] = static_cast<uint32_t>(b + k);
     }
     a = a1;
     b = b1;
@@ -84,6 +64,7 @@ std::vector<uint32_t> FlowSimulator::State::ReuseMap(const Scenario& base, const
 Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const RunFrom& from, uint64_t seed,
                                            std::stop_token stop) const {
   Scenario sc;
+  sc.seed = seed;
   sc.capacity_bps = capacity_bps;
   if (hash()) {
     RouteHash(mask, from, seed, sc);
@@ -97,7 +78,7 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
     previous = ReuseMap(*from.reuse, sc);
     hint = {&from.reuse->solution, &previous};
   }
-  auto sol = SolveFluid(sc.problem, stop, hint);
+  auto sol = SolveFluid(sc.problem, stop, hint, FluidOptions{options.incremental_solver});
   if (!sol) return tl::unexpected(sol.error());
   sc.solution = std::move(*sol);
   if (options.overload_penalty > 0) {
@@ -113,7 +94,7 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
     }
     if (sc.links_penalised > 0) {
       sc.capacity_bps = sc.problem.capacity_bps;
-      auto again = SolveFluid(sc.problem, stop);
+      auto again = SolveFluid(sc.problem, stop, {}, FluidOptions{options.incremental_solver});
       if (!again) return tl::unexpected(again.error());
       sc.solution = std::move(*again);
     }

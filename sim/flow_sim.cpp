@@ -6,13 +6,26 @@
 
 namespace drainwise::sim {
 
+namespace {
+
+void RunTasks(const TaskRunner& runner, size_t n, const std::function<void(size_t)>& task) {
+  if (n == 0) return;
+  if (runner) {
+    runner(n, task);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) task(i);
+}
+
+}  // namespace
+
 FlowSimulator::FlowSimulator(std::unique_ptr<State> state) : state_(std::move(state)) {}
 FlowSimulator::~FlowSimulator() = default;
 const FlowOptions& FlowSimulator::options() const { return state_->options; }
 const model::Snapshot& FlowSimulator::snapshot() const { return *state_->snapshot; }
 
 Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::SnapshotPtr snapshot, FlowOptions options,
-                                                                   std::stop_token stop) {
+                                                                   std::stop_token stop, const TaskRunner& runner) {
   if (!snapshot || !snapshot->topology || !snapshot->jobs) return InvalidArgument("flow simulation: empty snapshot");
   const model::Topology& topo = *snapshot->topology;
   if (auto ok = ValidateFlowOptions(options, topo); !ok) return tl::unexpected(ok.error().Wrap("flow options"));
@@ -30,46 +43,78 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   }
   const int seeds = st->hash() ? st->options.hash_seeds : 1;
   const model::DrainMask none;
-  for (int k = 0; k < seeds; ++k) {
-    // Seeds after the first take the first's routes and, where their flows
-    // hash identically (every flow inside a leaf), its solved components.
+  // Seeds after the first take the first's routes and, where their flows
+  // hash identically (every flow inside a leaf), its solved components;
+  // they are independent of each other.
+  auto first = st->Run(none, {}, st->options.seed, stop);
+  if (!first) return tl::unexpected(first.error());
+  st->baseline.push_back(std::move(*first));
+  st->baseline.resize(static_cast<size_t>(seeds));
+  std::vector<Status> status(static_cast<size_t>(seeds));
+  RunTasks(runner, static_cast<size_t>(seeds - 1), [&](size_t i) {
+    const size_t k = i + 1;
     State::RunFrom from;
-    if (k > 0) from.reuse = &st->baseline[0];
-    auto sc = st->Run(none, from, st->options.seed + static_cast<uint64_t>(k), stop);
-    if (!sc) return tl::unexpected(sc.error());
-    st->baseline.push_back(std::move(*sc));
+    from.reuse = &st->baseline[0];
+    auto sc = st->Run(none, from, st->options.seed + k, stop);
+    if (!sc) {
+      status[k] = tl::unexpected(sc.error());
+      return;
+    }
+    st->baseline[k] = std::move(*sc);
+  });
+  for (const Status& s : status) {
+    if (!s) return tl::unexpected(s.error());
+  }
+  for (Scenario& sc : st->baseline) {
+    st->baseline_outcomes.push_back(Summarize(*st, sc));
+    sc.problem = FluidProblem{};  // drained runs need the routes and the solution only
   }
   return std::shared_ptr<const FlowSimulator>(new FlowSimulator(std::move(st)));
 }
 
-Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_token stop) const {
+Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_token stop,
+                                           const TaskRunner& runner) const {
   const State& st = *state_;
   const FlowOptions& o = st.options;
   const model::DrainMask mask(st.topo(), drain);
   const size_t nseeds = st.baseline.size();
 
-  std::vector<Scenario> drained;
-  drained.reserve(nseeds);
-  for (size_t k = 0; k < nseeds; ++k) {
+  auto run = [&](size_t k, const Scenario* routes) {
     State::RunFrom from;
     from.reuse = &st.baseline[k];
-    if (k > 0) from.routes = &drained[0].table;  // same mask: the drained routes once
+    if (routes != nullptr) from.routes = &routes->table;  // same mask: the drained routes once
     if (o.routing == FlowRouting::kHashResilient) from.previous_paths = &st.baseline[k];
-    auto sc = st.Run(mask, from, o.seed + k, stop);
-    if (!sc) return tl::unexpected(sc.error());
-    drained.push_back(std::move(*sc));
+    return st.Run(mask, from, o.seed + k, stop);
+  };
+  // The first seed's scenario stays for the report; later seeds keep only
+  // their outcome, each scenario freed as soon as it is summarised.
+  auto d0 = run(0, nullptr);
+  if (!d0) return tl::unexpected(d0.error());
+  std::vector<SeedOutcome> outcomes(nseeds);
+  outcomes[0] = Summarize(st, *d0);
+  std::vector<Status> status(nseeds);
+  RunTasks(runner, nseeds - 1, [&](size_t i) {
+    const size_t k = i + 1;
+    auto sc = run(k, &*d0);
+    if (!sc) {
+      status[k] = tl::unexpected(sc.error());
+      return;
+    }
+    outcomes[k] = Summarize(st, *sc);
+  });
+  for (const Status& s : status) {
+    if (!s) return tl::unexpected(s.error());
   }
-
-  return BuildFlowReport(st, mask, drained);
+  return BuildFlowReport(st, mask, *d0, outcomes);
 }
 
 Result<FlowReport> SimulateFlows(const model::Snapshot& snapshot, const model::Drain& drain,
-                                 const FlowOptions& options, std::stop_token stop) {
+                                 const FlowOptions& options, std::stop_token stop, const TaskRunner& runner) {
   // Non-owning: the caller keeps `snapshot` alive for the call.
   model::SnapshotPtr view(model::SnapshotPtr{}, &snapshot);
-  auto sim = FlowSimulator::Create(view, options, stop);
+  auto sim = FlowSimulator::Create(view, options, stop, runner);
   if (!sim) return tl::unexpected(sim.error());
-  return (*sim)->Simulate(drain, stop);
+  return (*sim)->Simulate(drain, stop, runner);
 }
 
 }  // namespace drainwise::sim

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -44,8 +45,10 @@ enum class FlowRouting : uint8_t {
   kHashRehash,     // one hashed ECMP path per flow; a drain re-hashes every flow
 };
 
+// The names used on the command line (`--routing`), in the API and in
+// documents: "spray", "spray-path", "hash" (resilient hashing), "hash-rehash".
 std::string_view FlowRoutingName(FlowRouting routing);
-// "spray", "spray-path", "hash" (= resilient), "hash-resilient", "hash-rehash".
+// Those names, and "hash-resilient" (an older name of "hash").
 std::optional<FlowRouting> ParseFlowRouting(std::string_view name);
 
 struct FlowOptions {
@@ -69,6 +72,11 @@ struct FlowOptions {
   // DirectedLinkId) by traffic outside the modelled jobs; empty = none.
   // Subtracted from the capacity (never below 1% of it).
   std::vector<double> background_bps;
+
+  // Solver: false re-solves a whole coupled component at every completion
+  // batch (the previous solver, kept as the reference of the exactness
+  // tests); true re-fills only the flows a batch can speed up. Same results.
+  bool incremental_solver = true;
 
   int hot_links = 10;           // how many hot links to report
   // Hot links among switch-to-switch links only: a host's NIC is full in the
@@ -162,17 +170,30 @@ struct FlowReport {
   FlowModelInfo model;
 };
 
+// Runs task(i) for every i in [0, n), possibly several at once on the
+// caller's threads, and returns when every call has returned. The simulator
+// starts no thread itself: it hands independent work (the seeds of the hash
+// modes) to the runner its caller passes. An empty runner runs the tasks one
+// after another on the calling thread.
+using TaskRunner = std::function<void(size_t n, const std::function<void(size_t)>& task)>;
+
 // The workload and the baseline of one snapshot under one set of options,
 // computed once; Simulate() then only re-solves what the drain changes.
 class FlowSimulator {
  public:
   // Errors: kInvalidArgument for bad options, kCancelled when `stop` fires.
+  // Hash modes run seeds after the first through `runner`.
   static Result<std::shared_ptr<const FlowSimulator>> Create(model::SnapshotPtr snapshot, FlowOptions options,
-                                                             std::stop_token stop = {});
+                                                             std::stop_token stop = {},
+                                                             const TaskRunner& runner = {});
   ~FlowSimulator();
 
-  // Baseline (no drain) and `drain` applied. Errors: kCancelled.
-  Result<FlowReport> Simulate(const model::Drain& drain, std::stop_token stop = {}) const;
+  // Baseline (no drain) and `drain` applied. Errors: kCancelled. Hash modes
+  // run seeds after the first through `runner`, and keep one seed's drained
+  // state at a time per task: memory grows with the tasks running at once,
+  // not with the seed count.
+  Result<FlowReport> Simulate(const model::Drain& drain, std::stop_token stop = {},
+                              const TaskRunner& runner = {}) const;
 
   const FlowOptions& options() const;
   const model::Snapshot& snapshot() const;
@@ -186,6 +207,7 @@ class FlowSimulator {
 
 // One-shot: Create + Simulate. `snapshot` must stay alive for the call.
 Result<FlowReport> SimulateFlows(const model::Snapshot& snapshot, const model::Drain& drain,
-                                 const FlowOptions& options, std::stop_token stop = {});
+                                 const FlowOptions& options, std::stop_token stop = {},
+                                 const TaskRunner& runner = {});
 
 }  // namespace drainwise::sim

@@ -10,12 +10,23 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
-FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMask& mask,
-                           const std::vector<Scenario>& drained) {
+SeedOutcome Summarize(const FlowSimulator::State& st, const Scenario& sc) {
+  SeedOutcome out;
+  out.times = TimesOf(st.workload, sc, st.options, st.snapshot->jobs->size());
+  out.load0_bps = sc.solution.load0_bps;
+  out.components_solved = sc.solution.components_solved;
+  out.components_reused = sc.solution.components_reused;
+  out.events = sc.solution.events;
+  out.makespan_s = sc.solution.makespan_s;
+  return out;
+}
+
+FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMask& mask, const Scenario& d0,
+                           const std::vector<SeedOutcome>& drained) {
   const model::Topology& topo = st.topo();
   const model::JobSet& jobs = *st.snapshot->jobs;
   const FlowOptions& o = st.options;
-  const size_t nseeds = st.baseline.size();
+  const size_t nseeds = st.baseline_outcomes.size();
   const size_t nj = jobs.size();
   const size_t ndl = 2 * topo.link_count();
 
@@ -32,11 +43,11 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
   rep.jobs.resize(nj);
   std::vector<double> base_sum(nj, 0.0), drain_sum(nj, 0.0), slow_sum(nj, 0.0);
   for (size_t k = 0; k < nseeds; ++k) {
-    auto bt = TimesOf(st.workload, st.baseline[k], o, nj);
-    auto dt = TimesOf(st.workload, drained[k], o, nj);
+    const auto& bt = st.baseline_outcomes[k].times;
+    const auto& dt = drained[k].times;
     for (size_t l = 0; l < ndl; ++l) {
-      rep.baseline_load_bps[l] += st.baseline[k].solution.load0_bps[l] / static_cast<double>(nseeds);
-      rep.drained_load_bps[l] += drained[k].solution.load0_bps[l] / static_cast<double>(nseeds);
+      rep.baseline_load_bps[l] += st.baseline_outcomes[k].load0_bps[l] / static_cast<double>(nseeds);
+      rep.drained_load_bps[l] += drained[k].load0_bps[l] / static_cast<double>(nseeds);
     }
     for (size_t j = 0; j < nj; ++j) {
       const model::Job& job = jobs.job(model::JobId(j));
@@ -87,7 +98,6 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
   }
 
   // Links to describe: hot links and every job's bottlenecks (first seed).
-  const Scenario& d0 = drained[0];
   auto utilisation = [&](uint32_t l, double load) {
     const double bg = rep.background_bps.empty() ? 0.0 : rep.background_bps[l];
     return rep.capacity_bps[l] > 0 ? (load + bg) / rep.capacity_bps[l] : 0.0;
@@ -221,11 +231,11 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
   m.route_classes = d0.table.classes.size();
   m.tight_links = d0.solution.tight_links;
   m.redundant_links = d0.solution.redundant_links;
-  for (const Scenario& sc : drained) {
-    m.components_solved += sc.solution.components_solved;
-    m.components_reused += sc.solution.components_reused;
-    m.events += sc.solution.events;
-    m.simulated_s = std::max(m.simulated_s, sc.solution.makespan_s);
+  for (const SeedOutcome& sc : drained) {
+    m.components_solved += sc.components_solved;
+    m.components_reused += sc.components_reused;
+    m.events += sc.events;
+    m.simulated_s = std::max(m.simulated_s, sc.makespan_s);
   }
   return rep;
 }

@@ -28,10 +28,33 @@ struct Scenario {
   FluidSolution solution;
   std::vector<uint32_t> agg_demand;     // aggregate -> demand
   std::vector<uint16_t> demand_hops;    // per demand: longest path (links); 0 when cut off
-  std::vector<uint8_t> demand_changed;  // spray: differs from the baseline scenario
+  // Per demand: its routes differ from the baseline's (another NIC, or a
+  // route class the drain touches). Unchanged demands have the baseline's
+  // aggregates in spray modes, and in hash modes under the same seed.
+  std::vector<uint8_t> demand_changed;
+  std::vector<uint8_t> demand_seed_free;  // hash: no hashed choice (both NICs on one switch)
+  uint64_t seed = 0;                      // hash modes
   std::vector<uint8_t> job_connected;
   std::vector<double> capacity_bps;     // usable, after penalties
   size_t links_penalised = 0;
+};
+
+// Per job of one scenario: when its last flow finishes and its step latency.
+struct JobTimes {
+  bool connected = true;
+  double bandwidth_s = 0;
+  double latency_s = 0;
+  int max_hops = 0;
+};
+
+// What the report needs of one seed's run once its scenario is freed.
+struct SeedOutcome {
+  std::vector<JobTimes> times;     // per job
+  std::vector<double> load0_bps;   // per directed link
+  size_t components_solved = 0;
+  size_t components_reused = 0;
+  size_t events = 0;
+  double makespan_s = 0;
 };
 
 struct FlowSimulator::State {
@@ -40,7 +63,11 @@ struct FlowSimulator::State {
   std::unique_ptr<RoutingIndex> index;
   Workload workload;
   std::vector<double> capacity_bps;  // usable: raw x goodput - background
-  std::vector<Scenario> baseline;    // one per seed (spray modes: one)
+  // One per seed (spray modes: one). Once summarised, a baseline keeps only
+  // what drained runs take from it: routes, the per-demand flags and the
+  // solution; its FluidProblem is freed (ReuseMap needs no aggregate).
+  std::vector<Scenario> baseline;
+  std::vector<SeedOutcome> baseline_outcomes;  // one per seed
 
   const model::Topology& topo() const { return *snapshot->topology; }
   bool hash() const {
@@ -81,23 +108,19 @@ struct FlowSimulator::State {
   std::vector<uint32_t> ReuseMap(const Scenario& base, const Scenario& sc) const;
 };
 
-// Per job of one scenario: when its last flow finishes and its step latency.
-struct JobTimes {
-  bool connected = true;
-  double bandwidth_s = 0;
-  double latency_s = 0;
-  int max_hops = 0;
-};
-
 std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowOptions& o, size_t jobs);
 
 inline double Iteration(const model::Job& job, double comm_s) {
   return job.iteration.compute_s + (1.0 - job.iteration.overlap) * comm_s;
 }
 
-// The report of a drained run: per-job sides and slowdowns over the seeds,
-// loads, hot links, bottlenecks and the jobs crossing them.
-FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMask& mask,
-                           const std::vector<Scenario>& drained);
+SeedOutcome Summarize(const FlowSimulator::State& st, const Scenario& sc);
+
+// The report of a drained run: per-job sides and slowdowns over the seeds
+// (baseline_outcomes and `drained`, one per seed), loads, hot links, and from
+// the first seed's drained scenario `d0` the bottlenecks and the jobs
+// crossing them.
+FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMask& mask, const Scenario& d0,
+                           const std::vector<SeedOutcome>& drained);
 
 }  // namespace drainwise::sim
