@@ -46,10 +46,18 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   // Seeds after the first take the first's routes and, where their flows
   // hash identically (every flow inside a leaf), its solved components;
   // they are independent of each other.
+  // Each baseline is summarised and its FluidProblem freed as soon as it
+  // is solved: drained runs need its routes and solution only.
+  st->baseline.resize(static_cast<size_t>(seeds));
+  st->baseline_outcomes.resize(static_cast<size_t>(seeds));
+  auto keep = [&](size_t k, Scenario sc) {
+    st->baseline_outcomes[k] = Summarize(*st, sc);
+    sc.problem = FluidProblem{};
+    st->baseline[k] = std::move(sc);
+  };
   auto first = st->Run(none, {}, st->options.seed, stop);
   if (!first) return tl::unexpected(first.error());
-  st->baseline.push_back(std::move(*first));
-  st->baseline.resize(static_cast<size_t>(seeds));
+  keep(0, std::move(*first));
   std::vector<Status> status(static_cast<size_t>(seeds));
   RunTasks(runner, static_cast<size_t>(seeds - 1), [&](size_t i) {
     const size_t k = i + 1;
@@ -60,14 +68,10 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
       status[k] = tl::unexpected(sc.error());
       return;
     }
-    st->baseline[k] = std::move(*sc);
+    keep(k, std::move(*sc));
   });
   for (const Status& s : status) {
     if (!s) return tl::unexpected(s.error());
-  }
-  for (Scenario& sc : st->baseline) {
-    st->baseline_outcomes.push_back(Summarize(*st, sc));
-    sc.problem = FluidProblem{};  // drained runs need the routes and the solution only
   }
   return std::shared_ptr<const FlowSimulator>(new FlowSimulator(std::move(st)));
 }
