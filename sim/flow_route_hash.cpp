@@ -43,7 +43,8 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       if (cand.empty()) break;
       const uint64_t h = Mix(flow_hash ^ (static_cast<uint64_t>(node) * 0x9E3779B97F4A7C15ull));
       const ClassLink* pick = &cand[h % cand.size()];
-      if (resilient && bc != nullptr) {
+      // A route the drain left alone is the baseline's (same span): same pick.
+      if (resilient && bc != nullptr && bc->links.data() != c.links.data()) {
         auto bcand = out_links(base->table, *bc, node);
         if (!bcand.empty()) {
           const ClassLink& was = bcand[h % bcand.size()];
@@ -76,7 +77,9 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   // Distinct fabric paths, by hash: the first class with a hash, and a chain
   // of the others with the same hash (class_next, per class).
   std::unordered_map<uint64_t, uint32_t> path_classes;
+  path_classes.reserve(nd);
   std::vector<uint32_t> class_next;
+  class_next.reserve(nd);
   std::vector<LinkShare> class_links;
   auto PathClass = [&](std::span<const uint32_t> path) -> uint32_t {
     uint64_t h = 0x243F6A8885A308D3ull;
