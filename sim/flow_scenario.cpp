@@ -18,7 +18,9 @@ std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowO
     int hops = 0;
     for (uint32_t d = c.first_demand; d < c.end_demand; ++d) hops = std::max<int>(hops, sc.demand_hops[d]);
     out[c.job].max_hops = std::max(out[c.job].max_hops, hops);
-    out[c.job].latency_s += c.steps * (hops * o.per_hop_latency_s + o.per_message_overhead_s);
+    // A dependent step waits for one round trip over its path (data there,
+    // acknowledgement back) plus the per-message overhead.
+    out[c.job].latency_s += c.steps * (2.0 * hops * o.per_hop_latency_s + o.per_message_overhead_s);
   }
   return out;
 }

@@ -10,7 +10,8 @@
 // ECMP path per flow from a seeded per-hop hash). Rates are max-min fair with
 // those fixed split fractions and recomputed whenever flows finish. A job's
 // bandwidth time is when its last flow finishes; its comm time adds the
-// alpha-beta step latency (steps x (hops x per-hop latency + overhead)); its
+// alpha-beta step latency (steps x (2 x hops x per-hop latency + overhead):
+// one round trip over the step's path plus the per-message overhead); its
 // iteration time is compute + (1 - overlap) x comm.
 //
 // A job is `connected = false` when any of its flows has no path left (a
@@ -60,7 +61,8 @@ struct FlowOptions {
   // Share of line rate the transport delivers as payload (headers, ACKs,
   // retransmissions): applied to every capacity.
   double goodput = 0.95;
-  double per_hop_latency_s = 1e-6;       // per link of a path (switch + serialization + wire)
+  double per_hop_latency_s = 1e-6;       // per link of a path, one way (switch + serialization + wire);
+                                         // a step pays it twice per link (a round trip)
   double per_message_overhead_s = 5e-6;  // per step: NIC + NCCL launch/sync
   // Links whose utilisation at t = 0 reaches `overload_threshold` lose a
   // further `overload_penalty` of their capacity (congestion, retransmissions)
@@ -104,7 +106,7 @@ struct FlowJobSide {
   bool connected = true;
   double comm_s = 0;        // bandwidth_s + latency_s (hash modes: mean over seeds)
   double bandwidth_s = 0;   // when the job's last flow finishes
-  double latency_s = 0;     // alpha-beta step latency
+  double latency_s = 0;     // steps x (2 x max_hops x per_hop_latency_s + per_message_overhead_s)
   double iteration_s = 0;   // compute_s + (1 - overlap) * comm_s
   double comm_s_worst = 0;  // hash modes: worst seed; otherwise = comm_s
   double iteration_s_worst = 0;

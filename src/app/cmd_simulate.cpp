@@ -249,7 +249,7 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "--mode flow, hash routing: first seed")->capture_default_str();
   cmd->add_option("--goodput", args->goodput, "--mode flow: usable share of line rate (default 0.95)");
-  cmd->add_option("--per-hop-latency-us", args->per_hop_latency_us, "--mode flow: latency per link of a path (default 1)");
+  cmd->add_option("--per-hop-latency-us", args->per_hop_latency_us, "--mode flow: one-way latency per link of a path; a step pays a round trip (default 1)");
   cmd->add_option("--per-message-overhead-us", args->per_message_overhead_us,
                   "--mode flow: latency per collective step (default 5)");
   cmd->add_option("--overload-penalty", args->overload_penalty,
