@@ -191,9 +191,10 @@ class FlowSimulator {
   ~FlowSimulator();
 
   // Baseline (no drain) and `drain` applied. Errors: kCancelled. Hash modes
-  // run seeds after the first through `runner`, and keep one seed's drained
-  // state at a time per task: memory grows with the tasks running at once,
-  // not with the seed count.
+  // run seeds after the first through `runner`; a drained seed's flow
+  // problem lives only while its task runs (the first seed's until the
+  // report is built). The cached baselines keep each seed's routes and
+  // solution (~30 B per aggregate), not its flow problem.
   Result<FlowReport> Simulate(const model::Drain& drain, std::stop_token stop = {},
                               const TaskRunner& runner = {}) const;
 
