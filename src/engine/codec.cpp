@@ -221,14 +221,19 @@ json PlanJson(const PlanOutcome& o, const View& view) {
 }
 
 json FitJson(const FitOutcome& o, bool applied) {
-  return {{"calibration", CalibrationDocument(o.fitted)},
+  json out = {{"calibration", CalibrationDocument(o.fitted)},
           {"before",
            {{"goodput", o.before.goodput},
             {"per_hop_latency_us", o.before.per_hop_latency_s * 1e6},
             {"per_message_overhead_us", o.before.per_message_overhead_s * 1e6},
             {"rmse_s", o.fit.rmse_before_s}}},
+          {"holdout",
+           {{"folds", o.fit.folds}, {"rmse_s", o.fit.holdout_rmse_s}, {"rmse_before_s", o.fit.holdout_rmse_before_s}}},
+          {"applicable", o.fit.applicable},
           {"skipped", o.skipped},
           {"applied", applied}};
+  if (!o.fit.applicable) out["not_applicable"] = o.fit.not_applicable;
+  return out;
 }
 
 std::string VerdictOf(const json& document) {

@@ -39,7 +39,7 @@ nlohmann::json CalibrationDocument(const Calibration& calibration);
 nlohmann::json AssessmentJson(const AssessOutcome& outcome, const View& view);
 nlohmann::json CandidatesJson(const CandidatesOutcome& outcome, const View& view);
 nlohmann::json PlanJson(const PlanOutcome& outcome, const View& view);
-// {calibration, before, skipped, applied}.
+// {calibration, before, holdout, applicable, [not_applicable], skipped, applied}.
 nlohmann::json FitJson(const FitOutcome& outcome, bool applied);
 
 // The verdict of a result document ("" when it has none).

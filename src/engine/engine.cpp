@@ -134,9 +134,10 @@ class AdvisorEngine final : public Engine {
     out.fitted.p90_rel_error = fit->p90_rel_error;
     out.total_ms = MsSince(start);
     log_->info("calibration fit on {} observations: goodput {:.3f}, {:.2f} us/hop, {:.2f} us/message, rmse {:.4f} s "
-               "(was {:.4f} s) {:.1f}ms",
+               "(was {:.4f} s){} {:.1f}ms",
                fit->observations, fit->params.goodput, fit->params.per_hop_latency_s * 1e6,
-               fit->params.per_message_overhead_s * 1e6, fit->rmse_s, fit->rmse_before_s, out.total_ms);
+               fit->params.per_message_overhead_s * 1e6, fit->rmse_s, fit->rmse_before_s,
+               fit->applicable ? "" : ", not applicable", out.total_ms);
     return out;
   }
 

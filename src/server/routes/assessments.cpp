@@ -10,6 +10,7 @@
 #include "report/table.h"
 #include "server/api.h"
 #include "server/routes/common.h"
+#include "server/routes/idempotency.h"
 
 namespace drainwise::server {
 
@@ -17,6 +18,7 @@ using nlohmann::json;
 using routing::Cell;
 
 namespace {
+
 json RecordJson(const store::AssessmentRecord& r) {
   json body = json::parse(r.result, nullptr, false);
   if (body.is_discarded() || !body.is_object()) body = json::object();
@@ -25,6 +27,7 @@ json RecordJson(const store::AssessmentRecord& r) {
               {"created_at", codec::FormatRfc3339(r.created_at)},
               {"ticket", r.ticket},
               {"requested_by", r.requested_by},
+              {"principal", r.principal},
               {"topology_version", r.topology_version},
               {"jobs_version", r.jobs_version}};
   json request = json::parse(r.request, nullptr, false);
@@ -35,30 +38,56 @@ json RecordJson(const store::AssessmentRecord& r) {
   }
   return out;
 }
+
+// The answer for a stored record: 201 when just made, 200 when replayed.
+ApiResponse RecordResponse(const RoutedRequest& rr, const store::AssessmentRecord& rec, bool replayed) {
+  json out = RecordJson(rec);
+  int status = replayed ? 200 : 201;
+  auto r = WantsText(rr.request, rr.query) ? TextResponse(status, engine::RenderText(rec.kind, out))
+                                           : JsonResponse(status, out);
+  r.headers.emplace_back("Location", "/v1/assessments/" + rec.id);
+  if (replayed) r.headers.emplace_back("Idempotent-Replayed", "true");
+  return r;
+}
+
+// What a request with an Idempotency-Key gets before any simulation: the
+// stored result when the principal used the key for this very request, a
+// 422 when for another one; nothing when the key is new (or expired).
+std::optional<ApiResponse> Replay(const RoutedRequest& rr, store::Store& store, const routing::IdempotencyKey& key) {
+  auto entry = store.FindIdempotency(rr.principal, key.key, routing::NowSeconds());
+  if (!entry) return ErrorResponse(entry.error(), rr.path);
+  if (!*entry) return std::nullopt;
+  if ((*entry)->fingerprint != key.fingerprint) return routing::KeyReused(key.key, rr.path);
+  auto rec = store.GetAssessment((*entry)->record_id);
+  if (!rec) return ErrorResponse(rec.error(), rr.path);
+  if (!*rec) {
+    return ErrorResponse(Error{ErrorCode::kConflict, fmt::format("Idempotency-Key '{}' names record '{}', which is "
+                                                                 "no longer stored; use a new key",
+                                                                 key.key, (*entry)->record_id)},
+                         rr.path);
+  }
+  return RecordResponse(rr, **rec, true);
+}
+
 }  // namespace
 
-ApiResponse Api::PostAssessment(const RoutedRequest& rr) {
+// Assessments and plans share the idempotency and storage steps; only the
+// engine call differs.
+ApiResponse Api::PostSimulation(const RoutedRequest& rr, std::string_view kind) {
   const ApiRequest& req = rr.request;
   auto body = routing::ParseBody(req);
   if (!body) return ErrorResponse(body.error(), rr.path);
   if (!body->is_object()) {
     return ErrorResponse(Error{ErrorCode::kInvalidArgument, "request body: expected an object"}, rr.path);
   }
-  std::string key = req.Header("idempotency-key");
-  if (!key.empty()) {
-    auto prior = state_->store().FindByIdempotencyKey(key);
-    if (!prior) return ErrorResponse(prior.error(), rr.path);
-    if (*prior) {
-      auto r = WantsText(req, rr.query) ? TextResponse(200, engine::RenderText("assessment", RecordJson(**prior)))
-                                        : JsonResponse(200, RecordJson(**prior));
-      r.headers.emplace_back("Location", "/v1/assessments/" + (*prior)->id);
-      r.headers.emplace_back("Idempotent-Replayed", "true");
-      return r;
-    }
+  auto key = routing::ReadIdempotencyKey(rr);
+  if (!key) return ErrorResponse(key.error(), rr.path);
+  // Held until the record is stored, so a concurrent retry cannot simulate a second time.
+  auto hold = *key ? keys_in_flight_->Acquire(rr.principal, (*key)->key) : routing::KeysInFlight::Hold();
+  if (*key) {
+    if (!hold) return routing::KeyInFlight((*key)->key, rr.path);
+    if (auto replay = Replay(rr, state_->store(), **key)) return *replay;
   }
-  auto view = state_->view();  // the one view this answer is computed on
-  if (!view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
-  const auto& snap = view->snapshot;
   std::string ticket, requested_by;
   try {
     codec::ObjectReader r(*body, "");
@@ -67,30 +96,58 @@ ApiResponse Api::PostAssessment(const RoutedRequest& rr) {
   } catch (const codec::FieldError& e) {
     return ErrorResponse(Error{ErrorCode::kInvalidArgument, e.what()}, rr.path);
   }
-  auto typed = engine::ParseAssessRequest(*body, *snap->topology);
-  if (!typed) return ErrorResponse(typed.error(), rr.path);
-  auto outcome = engine_->Assess(*view, *typed, Call(req));
-  if (!outcome) return ErrorResponse(outcome.error(), rr.path);
-  json result = engine::AssessmentJson(*outcome, *view);
+  auto view = state_->view();  // the one view this answer is computed on
+  if (!view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
+  const auto& snap = view->snapshot;
+  bool plan = kind == "plan";
+  // Wire JSON -> typed request -> engine -> typed result -> JSON, on `view`.
+  json result;
+  double total_ms = 0;
+  if (plan) {
+    auto typed = engine::ParsePlanRequest(*body, *snap->topology);
+    if (!typed) return ErrorResponse(typed.error(), rr.path);
+    auto outcome = engine_->Plan(*view, *typed, Call(req));
+    if (!outcome) return ErrorResponse(outcome.error(), rr.path);
+    result = engine::PlanJson(*outcome, *view);
+    total_ms = outcome->total_ms;
+  } else {
+    auto typed = engine::ParseAssessRequest(*body, *snap->topology);
+    if (!typed) return ErrorResponse(typed.error(), rr.path);
+    auto outcome = engine_->Assess(*view, *typed, Call(req));
+    if (!outcome) return ErrorResponse(outcome.error(), rr.path);
+    result = engine::AssessmentJson(*outcome, *view);
+    total_ms = outcome->total_ms;
+  }
   store::AssessmentRecord rec;
-  rec.id = routing::NewId("a", sequence_);
+  rec.id = routing::NewId(plan ? "p" : "a", sequence_);
   rec.created_at = routing::NowSeconds();
-  rec.kind = "assessment";
+  rec.kind = std::string(kind);
   rec.ticket = ticket;
   rec.requested_by = requested_by;
+  rec.principal = rr.principal;
   rec.topology_version = snap->topology_version;
   rec.jobs_version = snap->jobs_version;
   rec.verdict = engine::VerdictOf(result);
-  rec.idempotency_key = key;
+  if (*key) {
+    rec.idempotency_key = (*key)->key;
+    rec.idempotency_fingerprint = (*key)->fingerprint;
+  }
   rec.request = body->dump();
   rec.result = result.dump();
-  if (auto st = state_->store().PutAssessment(rec); !st) return ErrorResponse(st.error(), rr.path);
-  if (hooks_.on_result) hooks_.on_result("assessment", rec.verdict, outcome->total_ms / 1e3);
-  json out = RecordJson(rec);
-  auto r = WantsText(req, rr.query) ? TextResponse(201, engine::RenderText("assessment", out)) : JsonResponse(201, out);
-  r.headers.emplace_back("Location", "/v1/assessments/" + rec.id);
-  return r;
+  if (auto st = state_->store().PutAssessment(rec); !st) {
+    // Another daemon thread or process stored the key first: answer as the draft says for a retry.
+    if (st.error().code == ErrorCode::kConflict && *key) {
+      if (auto replay = Replay(rr, state_->store(), **key)) return *replay;
+    }
+    return ErrorResponse(st.error(), rr.path);
+  }
+  if (hooks_.on_result) hooks_.on_result(rec.kind, rec.verdict, total_ms / 1e3);
+  return RecordResponse(rr, rec, false);
 }
+
+ApiResponse Api::PostAssessment(const RoutedRequest& rr) { return PostSimulation(rr, "assessment"); }
+
+ApiResponse Api::PostPlan(const RoutedRequest& rr) { return PostSimulation(rr, "plan"); }
 
 ApiResponse Api::GetAssessment(const RoutedRequest& rr) {
   const std::string& id = rr.Param("id");
@@ -109,10 +166,10 @@ ApiResponse Api::ListAssessments(const RoutedRequest& rr) {
   auto recs = state_->store().ListAssessments(ticket, limit);
   if (!recs) return ErrorResponse(recs.error(), rr.path);
   if (WantsText(rr.request, rr.query)) {
-    report::Table t({"ID", "CREATED", "KIND", "VERDICT", "TICKET", "REQUESTED_BY"});
+    report::Table t({"ID", "CREATED", "KIND", "VERDICT", "TICKET", "REQUESTED_BY", "PRINCIPAL"});
     for (const auto& r : *recs) {
       t.Add({Cell(r.id), codec::FormatRfc3339(r.created_at), Cell(r.kind), Cell(r.verdict), Cell(r.ticket),
-             Cell(r.requested_by)});
+             Cell(r.requested_by), Cell(r.principal)});
     }
     return TextResponse(200, t.Render());
   }
@@ -124,6 +181,7 @@ ApiResponse Api::ListAssessments(const RoutedRequest& rr) {
                  {"created_at", codec::FormatRfc3339(r.created_at)},
                  {"ticket", r.ticket},
                  {"requested_by", r.requested_by},
+                 {"principal", r.principal},
                  {"verdict", r.verdict},
                  {"topology_version", r.topology_version},
                  {"jobs_version", r.jobs_version}};
@@ -156,40 +214,6 @@ ApiResponse Api::DrainCandidates(const RoutedRequest& rr) {
   json out = engine::CandidatesJson(*outcome, *view);
   if (WantsText(rr.request, rr.query)) return TextResponse(200, engine::RenderText("candidates", out));
   return JsonResponse(200, out);
-}
-
-ApiResponse Api::PostPlan(const RoutedRequest& rr) {
-  const ApiRequest& req = rr.request;
-  auto body = routing::ParseBody(req);
-  if (!body) return ErrorResponse(body.error(), rr.path);
-  if (!body->is_object()) {
-    return ErrorResponse(Error{ErrorCode::kInvalidArgument, "request body: expected an object"}, rr.path);
-  }
-  auto view = state_->view();
-  if (!view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
-  const auto& snap = view->snapshot;
-  auto typed = engine::ParsePlanRequest(*body, *snap->topology);
-  if (!typed) return ErrorResponse(typed.error(), rr.path);
-  auto outcome = engine_->Plan(*view, *typed, Call(req));
-  if (!outcome) return ErrorResponse(outcome.error(), rr.path);
-  json result = engine::PlanJson(*outcome, *view);
-  store::AssessmentRecord rec;
-  rec.id = routing::NewId("p", sequence_);
-  rec.created_at = routing::NowSeconds();
-  rec.kind = "plan";
-  rec.ticket = body->value("ticket", "");
-  rec.requested_by = body->value("requested_by", "");
-  rec.topology_version = snap->topology_version;
-  rec.jobs_version = snap->jobs_version;
-  rec.verdict = engine::VerdictOf(result);
-  rec.request = body->dump();
-  rec.result = result.dump();
-  if (auto st = state_->store().PutAssessment(rec); !st) return ErrorResponse(st.error(), rr.path);
-  if (hooks_.on_result) hooks_.on_result("plan", rec.verdict, outcome->total_ms / 1e3);
-  json out = RecordJson(rec);
-  auto r = WantsText(req, rr.query) ? TextResponse(201, engine::RenderText("plan", out)) : JsonResponse(201, out);
-  r.headers.emplace_back("Location", "/v1/assessments/" + rec.id);
-  return r;
 }
 
 }  // namespace drainwise::server

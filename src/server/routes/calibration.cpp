@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "advisor/calibration.h"
 #include "codec/json_reader.h"
 #include "codec/native.h"
 #include "engine/codec.h"
@@ -46,7 +47,9 @@ ApiResponse Api::PostObservations(const RoutedRequest& rr) {
       r.RejectUnknown({"job", "iteration_s", "observed_at", "drain"});
       rec.job_id = r.String("job");
       rec.iteration_s = r.Number("iteration_s");
-      if (!(rec.iteration_s > 0)) throw codec::FieldError(r.Child("iteration_s"), "must be > 0");
+      if (auto ok = advisor::CheckObservedIteration(rec.iteration_s, r.Child("iteration_s")); !ok) {
+        return ErrorResponse(ok.error(), rr.path);
+      }
       if (r.Has("observed_at")) {
         auto t = codec::ParseRfc3339(r.String("observed_at"));
         if (!t) throw codec::FieldError(r.Child("observed_at"), "not an RFC 3339 time");
@@ -165,12 +168,14 @@ ApiResponse Api::PostCalibration(const RoutedRequest& rr) {
   for (const auto& r : *recs) observations.push_back({r.job_id, r.drain_key, r.iteration_s});
   auto fit = engine_->Calibrate(*view, observations, Call(rr.request));
   if (!fit) return ErrorResponse(fit.error(), rr.path);
-  json out = engine::FitJson(*fit, apply);
-  if (apply) {
+  const bool applied = apply && fit->fit.applicable;  // a fit that does not predict better is never applied
+  json out = engine::FitJson(*fit, applied);
+  if (applied) {
     // Stored before it is served, like every document.
     store::DocumentInfo info;
     info.kind = store::DocKind::kCalibration;
     info.source = "fit";
+    info.principal = rr.principal;
     auto put = state_->store().PutDocument(info, out["calibration"].dump());
     if (!put) return ErrorResponse(put.error(), rr.path);
     state_->SetCalibration(fit->fitted);
@@ -187,6 +192,7 @@ ApiResponse Api::PutCalibration(const RoutedRequest& rr) {
   store::DocumentInfo info;
   info.kind = store::DocKind::kCalibration;
   info.source = routing::ApiSource(rr.request);
+  info.principal = rr.principal;
   auto put = state_->store().PutDocument(info, body->dump());
   if (!put) return ErrorResponse(put.error(), rr.path);
   state_->SetCalibration(std::move(*calibration));
