@@ -8,6 +8,12 @@
 
 namespace drainwise::advisor {
 
+Status CheckObservedIteration(double seconds, std::string_view field) {
+  if (std::isfinite(seconds) && seconds > 0 && seconds <= kMaxIterationSeconds) return {};
+  return InvalidArgument(fmt::format("{}{}must be a finite number of seconds in (0, {:g}], got {}", field,
+                                     field.empty() ? "" : ": ", kMaxIterationSeconds, seconds));
+}
+
 double Quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -119,16 +125,11 @@ Fit2 BoundedLinear2(const std::vector<double>& y, const std::vector<double>& a, 
 
 }  // namespace
 
-Result<FitResult> FitCalibration(const std::vector<ObservationTerms>& terms, const std::vector<double>& observed,
-                                 const CalibrationParams& start, const CalibrationBounds& bounds) {
-  if (terms.size() != observed.size()) return InvalidArgument("terms and observations differ in length");
-  std::vector<size_t> use;
-  for (size_t i = 0; i < terms.size(); ++i) {
-    if (terms[i].connected && observed[i] > 0 && std::isfinite(observed[i]) && terms[i].overlap < 1) use.push_back(i);
-  }
-  if (use.size() < 3) {
-    return InvalidArgument(fmt::format("calibration needs at least 3 usable observations, got {}", use.size()));
-  }
+namespace {
+
+// The fit proper on the observations `use` (>= 1; callers ensure 3).
+CalibrationParams FitOn(const std::vector<ObservationTerms>& terms, const std::vector<double>& observed,
+                        const std::vector<size_t>& use, const CalibrationBounds& bounds) {
   // For goodput g, the residual in iteration seconds
   //   obs_i - compute_i - w_i (B_i / g + H_i h + S_i o),  w_i = 1 - overlap_i
   // is y_i - a_i h - b_i o with y_i = obs_i - compute_i - w_i B_i / g,
@@ -179,9 +180,25 @@ Result<FitResult> FitCalibration(const std::vector<ObservationTerms>& terms, con
   double g = (a + b) / 2;
   if (solve(best_g).sse < solve(g).sse) g = best_g;
   auto f = solve(g);
+  return CalibrationParams{g, f.h, f.o};
+}
 
+double Rmse(double sse, size_t n) { return n ? std::sqrt(sse / static_cast<double>(n)) : NAN; }
+
+}  // namespace
+
+Result<FitResult> FitCalibration(const std::vector<ObservationTerms>& terms, const std::vector<double>& observed,
+                                 const CalibrationParams& start, const CalibrationBounds& bounds) {
+  if (terms.size() != observed.size()) return InvalidArgument("terms and observations differ in length");
+  std::vector<size_t> use;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    if (terms[i].connected && CheckObservedIteration(observed[i], "") && terms[i].overlap < 1) use.push_back(i);
+  }
+  if (use.size() < 3) {
+    return InvalidArgument(fmt::format("calibration needs at least 3 usable observations, got {}", use.size()));
+  }
   FitResult r;
-  r.params = CalibrationParams{g, f.h, f.o};
+  r.params = FitOn(terms, observed, use, bounds);
   r.observations = static_cast<int>(use.size());
   double sse_before = 0, sse_after = 0;
   std::vector<double> rel;
@@ -191,10 +208,49 @@ Result<FitResult> FitCalibration(const std::vector<ObservationTerms>& terms, con
     sse_after += (pa - observed[i]) * (pa - observed[i]);
     rel.push_back(std::fabs(pa - observed[i]) / observed[i]);
   }
-  r.rmse_before_s = std::sqrt(sse_before / use.size());
-  r.rmse_s = std::sqrt(sse_after / use.size());
+  r.rmse_before_s = Rmse(sse_before, use.size());
+  r.rmse_s = Rmse(sse_after, use.size());
   r.median_rel_error = Quantile(rel, 0.5);
   r.p90_rel_error = Quantile(rel, 0.9);
+
+  // Held out: the fit on every fold but one predicts that one. Each
+  // training set keeps at least 3 observations: with 4 or more used, k =
+  // min(5, n) folds of at most ceil(n / k) leave n - ceil(n / k) >= 3.
+  r.holdout_rmse_s = NAN;
+  r.holdout_rmse_before_s = NAN;
+  if (use.size() >= 4) {
+    const size_t k = std::min<size_t>(5, use.size());
+    r.folds = static_cast<int>(k);
+    double sse_fit = 0, sse_start = 0;
+    for (size_t fold = 0; fold < k; ++fold) {
+      std::vector<size_t> train, test;
+      for (size_t j = 0; j < use.size(); ++j) (j % k == fold ? test : train).push_back(use[j]);
+      auto p = FitOn(terms, observed, train, bounds);
+      for (size_t i : test) {
+        double pf = terms[i].Predict(p), ps = terms[i].Predict(start);
+        sse_fit += (pf - observed[i]) * (pf - observed[i]);
+        sse_start += (ps - observed[i]) * (ps - observed[i]);
+      }
+    }
+    r.holdout_rmse_s = Rmse(sse_fit, use.size());
+    r.holdout_rmse_before_s = Rmse(sse_start, use.size());
+  }
+  const double figures[] = {r.rmse_s, r.rmse_before_s, r.median_rel_error, r.p90_rel_error, r.holdout_rmse_s,
+                            r.holdout_rmse_before_s, r.params.goodput, r.params.per_hop_latency_s,
+                            r.params.per_message_overhead_s};
+  if (use.size() < 4) {
+    r.not_applicable = fmt::format("{} usable observations: at least 4 are needed to test the fit on held-out ones",
+                                   use.size());
+  } else if (!std::all_of(std::begin(figures), std::end(figures), [](double v) { return std::isfinite(v); })) {
+    r.not_applicable = "the fit's error figures are undefined (not finite)";
+  } else if (!(r.holdout_rmse_s < r.holdout_rmse_before_s)) {
+    r.not_applicable = fmt::format(
+        "the fit does not predict held-out observations better than the parameters in force "
+        "(held-out rmse {:.6g} s vs {:.6g} s)",
+        r.holdout_rmse_s, r.holdout_rmse_before_s);
+  } else {
+    r.applicable = true;
+  }
   return r;
 }
 

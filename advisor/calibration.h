@@ -17,6 +17,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/drain.h"
@@ -25,6 +26,16 @@
 #include "sim/flow_sim.h"
 
 namespace drainwise::advisor {
+
+// Bounds on an observed iteration time (docs/validation.md): a finite number
+// of seconds in (0, kMaxIterationSeconds]. A training iteration longer than
+// 11.6 days is a unit error, not a measurement.
+inline constexpr double kMaxIterationSeconds = 1e6;
+
+// Checks one observed iteration time against those bounds.
+// Errors: kInvalidArgument "<field>: must be a finite number of seconds in
+// (0, 1e+06], got <value>".
+Status CheckObservedIteration(double seconds, std::string_view field);
 
 struct Observation {
   model::JobId job;
@@ -67,14 +78,28 @@ Result<std::vector<ObservationTerms>> ComputeTerms(const model::SnapshotPtr& sna
 
 struct FitResult {
   CalibrationParams params;
-  int observations = 0;     // used (connected, positive times)
+  int observations = 0;     // used (connected, iteration time within bounds)
   double rmse_s = 0;        // of iteration times, fitted
   double rmse_before_s = 0; // with the starting parameters
   double median_rel_error = 0;
   double p90_rel_error = 0;
+  // Held-out test (k-fold, k = min(5, observations), observation i of the
+  // used ones in fold i mod k: deterministic): each observation predicted by
+  // a fit made without its fold, and by the starting parameters (the ones
+  // in force). NaN when there are too few observations to hold any out.
+  int folds = 0;
+  double holdout_rmse_s = 0;
+  double holdout_rmse_before_s = 0;
+  // True only when every error figure above is finite and the fit predicts
+  // the held-out observations strictly better than the starting parameters;
+  // else `not_applicable` says why. Callers apply the fit only when true.
+  bool applicable = false;
+  std::string not_applicable;
 };
 
-// Bounded least squares of observed vs predicted iteration times.
+// Bounded least squares of observed vs predicted iteration times, and the
+// held-out test that decides whether the result may replace `start`.
+// Observations outside CheckObservedIteration's bounds are not used.
 // Errors: kInvalidArgument with fewer than 3 usable observations.
 Result<FitResult> FitCalibration(const std::vector<ObservationTerms>& terms, const std::vector<double>& observed,
                                  const CalibrationParams& start, const CalibrationBounds& bounds = {});

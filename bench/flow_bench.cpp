@@ -2,18 +2,28 @@
 //
 //   flow_bench --benchmark_filter=Ring       ring/all-reduce-heavy default mix
 //   flow_bench --benchmark_filter=AllToAll   all-to-all-heavy mix (alltoall_share 0.8)
+//   flow_bench --benchmark_filter=Moe32k     the `32k-moe` preset: cross-pod all-to-all
+//                                            (4.1 M rank-level flows), one run per
+//                                            routing mode; hash modes take the seed
+//                                            count and threads as arguments
+//                                            (Moe32k_Full_Hash/8/2: 8 seeds, 2 threads)
 //
 // Each "Full" iteration is what a cold assessment costs: workload, routes and
 // baseline (FlowSimulator::Create) plus the drained run; "Drained" reuses a
 // cached baseline. Counters: rank-level flows, solver aggregates, completion
 // batches, and simulated seconds per wall second.
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <thread>
+#include <vector>
 #include <map>
 #include <memory>
 #include <string>
 
 #include <benchmark/benchmark.h>
 
+#include "bench/preset.h"
 #include "fabric/generator.h"
 #include "model/drain.h"
 #include "model/snapshot.h"
@@ -58,21 +68,35 @@ void Report(benchmark::State& state, const sim::FlowReport& rep, double wall_s) 
   state.counters["sim_per_wall"] = wall_s > 0 ? rep.model.simulated_s / wall_s : 0;
 }
 
-void RunFull(benchmark::State& state, double a2a, const std::string& drain, sim::FlowRouting routing) {
-  auto snap = Snapshot32k(a2a);
+// The hash seeds on `threads` threads (the benchmark's and threads - 1 more).
+sim::TaskRunner Threads(int threads) {
+  if (threads <= 1) return {};
+  return [threads](size_t n, const std::function<void(size_t)>& task) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < n; i = next++) task(i);
+    };
+    std::vector<std::thread> helpers;
+    for (int t = 1; t < threads && static_cast<size_t>(t) < n; ++t) helpers.emplace_back(work);
+    work();
+    for (auto& h : helpers) h.join();
+  };
+}
+
+void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const std::string& drain,
+               const sim::FlowOptions& o, int threads = 1) {
+  const sim::TaskRunner runner = Threads(threads);
   model::Drain d = DrainOf(*snap->topology, drain);
-  sim::FlowOptions o;
-  o.routing = routing;
   sim::FlowReport last;
   double wall = 0;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
-    auto sim = sim::FlowSimulator::Create(snap, o);
+    auto sim = sim::FlowSimulator::Create(snap, o, {}, runner);
     if (!sim) {
       state.SkipWithError(sim.error().message.c_str());
       return;
     }
-    auto rep = (*sim)->Simulate(d);
+    auto rep = (*sim)->Simulate(d, {}, runner);
     if (!rep) {
       state.SkipWithError(rep.error().message.c_str());
       return;
@@ -82,6 +106,23 @@ void RunFull(benchmark::State& state, double a2a, const std::string& drain, sim:
     benchmark::DoNotOptimize(last);
   }
   Report(state, last, wall);
+}
+
+void RunFull(benchmark::State& state, double a2a, const std::string& drain, sim::FlowRouting routing) {
+  sim::FlowOptions o;
+  o.routing = routing;
+  RunFullOn(state, Snapshot32k(a2a), drain, o);
+}
+
+// The `32k-moe` preset, one spine drained: `seeds` and `threads` only matter
+// in hash modes.
+void RunMoe(benchmark::State& state, sim::FlowRouting routing, int seeds, int threads, bool incremental = true) {
+  static const model::SnapshotPtr snap = bench::PresetSnapshot("32k-moe");
+  sim::FlowOptions o;
+  o.routing = routing;
+  o.hash_seeds = seeds;
+  o.incremental_solver = incremental;
+  RunFullOn(state, snap, "spine", o, threads);
 }
 
 void RunDrained(benchmark::State& state, double a2a, const std::string& drain) {
@@ -118,6 +159,20 @@ void BM_AllToAllOnly32k_Full_Spine(benchmark::State& s) { RunFull(s, 1.0, "spine
 void BM_AllToAllOnly32k_Full_Leaf(benchmark::State& s) { RunFull(s, 1.0, "leaf", sim::FlowRouting::kSpray); }
 void BM_AllToAll32k_Full_Hash8(benchmark::State& s) { RunFull(s, 0.8, "spine", sim::FlowRouting::kHashResilient); }
 
+void BM_Moe32k_Full_Spray(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSpray, 1, 1); }
+void BM_Moe32k_Full_SprayPath(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSprayPath, 1, 1); }
+// Arguments: seeds, threads.
+void BM_Moe32k_Full_Hash(benchmark::State& s) {
+  RunMoe(s, sim::FlowRouting::kHashResilient, static_cast<int>(s.range(0)), static_cast<int>(s.range(1)));
+}
+// The previous solver (whole component re-filled at every completion batch).
+void BM_Moe32k_Full_HashFullRefill(benchmark::State& s) {
+  RunMoe(s, sim::FlowRouting::kHashResilient, static_cast<int>(s.range(0)), 1, false);
+}
+void BM_Moe32k_Full_HashRehash(benchmark::State& s) {
+  RunMoe(s, sim::FlowRouting::kHashRehash, static_cast<int>(s.range(0)), static_cast<int>(s.range(1)));
+}
+
 BENCHMARK(BM_Ring32k_Full_Spine)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Ring32k_Full_Superspine)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Ring32k_Full_Leaf)->Unit(benchmark::kMillisecond);
@@ -130,6 +185,14 @@ BENCHMARK(BM_AllToAll32k_Drained_Spine)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllToAllOnly32k_Full_Spine)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllToAllOnly32k_Full_Leaf)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllToAll32k_Full_Hash8)->Unit(benchmark::kMillisecond);
+// One iteration each: a cold 32k-moe run is seconds to minutes (hash).
+BENCHMARK(BM_Moe32k_Full_Spray)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Moe32k_Full_SprayPath)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Moe32k_Full_Hash)
+    ->Args({1, 1})->Args({8, 1})->Args({8, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_Moe32k_Full_HashFullRefill)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_Moe32k_Full_HashRehash)
+    ->Args({1, 1})->Args({8, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 }  // namespace
 

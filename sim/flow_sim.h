@@ -10,7 +10,8 @@
 // ECMP path per flow from a seeded per-hop hash). Rates are max-min fair with
 // those fixed split fractions and recomputed whenever flows finish. A job's
 // bandwidth time is when its last flow finishes; its comm time adds the
-// alpha-beta step latency (steps x (hops x per-hop latency + overhead)); its
+// alpha-beta step latency (steps x (2 x hops x per-hop latency + overhead):
+// one round trip over the step's path plus the per-message overhead); its
 // iteration time is compute + (1 - overlap) x comm.
 //
 // A job is `connected = false` when any of its flows has no path left (a
@@ -24,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -44,8 +46,10 @@ enum class FlowRouting : uint8_t {
   kHashRehash,     // one hashed ECMP path per flow; a drain re-hashes every flow
 };
 
+// The names used on the command line (`--routing`), in the API and in
+// documents: "spray", "spray-path", "hash" (resilient hashing), "hash-rehash".
 std::string_view FlowRoutingName(FlowRouting routing);
-// "spray", "spray-path", "hash" (= resilient), "hash-resilient", "hash-rehash".
+// Those names, and "hash-resilient" (an older name of "hash").
 std::optional<FlowRouting> ParseFlowRouting(std::string_view name);
 
 struct FlowOptions {
@@ -57,7 +61,8 @@ struct FlowOptions {
   // Share of line rate the transport delivers as payload (headers, ACKs,
   // retransmissions): applied to every capacity.
   double goodput = 0.95;
-  double per_hop_latency_s = 1e-6;       // per link of a path (switch + serialization + wire)
+  double per_hop_latency_s = 1e-6;       // per link of a path, one way (switch + serialization + wire);
+                                         // a step pays it twice per link (a round trip)
   double per_message_overhead_s = 5e-6;  // per step: NIC + NCCL launch/sync
   // Links whose utilisation at t = 0 reaches `overload_threshold` lose a
   // further `overload_penalty` of their capacity (congestion, retransmissions)
@@ -69,6 +74,11 @@ struct FlowOptions {
   // DirectedLinkId) by traffic outside the modelled jobs; empty = none.
   // Subtracted from the capacity (never below 1% of it).
   std::vector<double> background_bps;
+
+  // Solver: false re-solves a whole coupled component at every completion
+  // batch (the previous solver, kept as the reference of the exactness
+  // tests); true re-fills only the flows a batch can speed up. Same results.
+  bool incremental_solver = true;
 
   int hot_links = 10;           // how many hot links to report
   // Hot links among switch-to-switch links only: a host's NIC is full in the
@@ -96,7 +106,7 @@ struct FlowJobSide {
   bool connected = true;
   double comm_s = 0;        // bandwidth_s + latency_s (hash modes: mean over seeds)
   double bandwidth_s = 0;   // when the job's last flow finishes
-  double latency_s = 0;     // alpha-beta step latency
+  double latency_s = 0;     // steps x (2 x max_hops x per_hop_latency_s + per_message_overhead_s)
   double iteration_s = 0;   // compute_s + (1 - overlap) * comm_s
   double comm_s_worst = 0;  // hash modes: worst seed; otherwise = comm_s
   double iteration_s_worst = 0;
@@ -162,17 +172,31 @@ struct FlowReport {
   FlowModelInfo model;
 };
 
+// Runs task(i) for every i in [0, n), possibly several at once on the
+// caller's threads, and returns when every call has returned. The simulator
+// starts no thread itself: it hands independent work (the seeds of the hash
+// modes) to the runner its caller passes. An empty runner runs the tasks one
+// after another on the calling thread.
+using TaskRunner = std::function<void(size_t n, const std::function<void(size_t)>& task)>;
+
 // The workload and the baseline of one snapshot under one set of options,
 // computed once; Simulate() then only re-solves what the drain changes.
 class FlowSimulator {
  public:
   // Errors: kInvalidArgument for bad options, kCancelled when `stop` fires.
+  // Hash modes run seeds after the first through `runner`.
   static Result<std::shared_ptr<const FlowSimulator>> Create(model::SnapshotPtr snapshot, FlowOptions options,
-                                                             std::stop_token stop = {});
+                                                             std::stop_token stop = {},
+                                                             const TaskRunner& runner = {});
   ~FlowSimulator();
 
-  // Baseline (no drain) and `drain` applied. Errors: kCancelled.
-  Result<FlowReport> Simulate(const model::Drain& drain, std::stop_token stop = {}) const;
+  // Baseline (no drain) and `drain` applied. Errors: kCancelled. Hash modes
+  // run seeds after the first through `runner`; a drained seed's flow
+  // problem lives only while its task runs (the first seed's until the
+  // report is built). The cached baselines keep each seed's routes and
+  // solution (~30 B per aggregate), not its flow problem.
+  Result<FlowReport> Simulate(const model::Drain& drain, std::stop_token stop = {},
+                              const TaskRunner& runner = {}) const;
 
   const FlowOptions& options() const;
   const model::Snapshot& snapshot() const;
@@ -186,6 +210,7 @@ class FlowSimulator {
 
 // One-shot: Create + Simulate. `snapshot` must stay alive for the call.
 Result<FlowReport> SimulateFlows(const model::Snapshot& snapshot, const model::Drain& drain,
-                                 const FlowOptions& options, std::stop_token stop = {});
+                                 const FlowOptions& options, std::stop_token stop = {},
+                                 const TaskRunner& runner = {});
 
 }  // namespace drainwise::sim

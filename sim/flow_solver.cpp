@@ -7,9 +7,15 @@
 
 namespace drainwise::sim {
 
-uint32_t FluidProblem::AddClass(std::vector<LinkShare> links) {
-  owned_classes.push_back(std::move(links));
-  classes.emplace_back(owned_classes.back());
+uint32_t FluidProblem::AddClass(std::span<const LinkShare> links) {
+  constexpr size_t kChunk = 1 << 14;
+  if (owned_classes.empty() || owned_classes.back().capacity() - owned_classes.back().size() < links.size()) {
+    owned_classes.emplace_back().reserve(std::max(kChunk, links.size()));
+  }
+  std::vector<LinkShare>& chunk = owned_classes.back();
+  const size_t at = chunk.size();
+  chunk.insert(chunk.end(), links.begin(), links.end());
+  classes.emplace_back(chunk.data() + at, links.size());
   return static_cast<uint32_t>(classes.size() - 1);
 }
 
@@ -223,6 +229,359 @@ class WaterFiller {
   std::priority_queue<Entry> heap_;
 };
 
+// Completions re-solve only what they can change (incremental max-min).
+//
+// Why it is exact. Let F be a batch of completing aggregates and r_min the
+// lowest rate in F. Every link that an aggregate of F crosses saturated, in
+// the progressive filling that produced the current rates, at a level
+// >= r_min (the aggregate froze there or lower). Without F, filling from 0
+// to r_min meets the same saturations in the same order: links not crossed
+// by F see the same load at every level, links crossed by F see less and
+// cannot fill earlier. So every aggregate whose rate is below r_min keeps
+// it, and every other one gets at least r_min. The new allocation is the
+// progressive filling of the others only, from level r_min, with the low
+// aggregates' load fixed on every link.
+//
+// Cost per batch: the aggregates at or above r_min (in each batch, the
+// fastest flows finish first: usually few), their links and classes, and a
+// heap of predicted finish times; not the whole component.
+class IncrementalEvents {
+ public:
+  Status Run(const LocalProblem& p, const std::vector<double>& bits, WaterFiller& filler, FluidSolution& sol,
+             std::stop_token stop) {
+    const size_t n = p.aggs.size(), nl = p.links.size(), nc = p.class_off.size() - 1;
+    active_.assign(n, 0);
+    rate_.assign(n, 0.0);
+    bottleneck_.assign(n, kNoLink);
+    remaining_.assign(n, 0.0);
+    since_.assign(n, 0.0);
+    version_.assign(n, 0);
+    order_.clear();
+    for (size_t i = 0; i < n; ++i) {
+      remaining_[i] = bits[p.aggs[i]];
+      if (remaining_[i] > 0) active_[i] = 1;
+    }
+    // t = 0: one full progressive filling.
+    filler.Fill(p, active_, rate_, bottleneck_);
+    usage_.assign(nl, 0.0);
+    std::vector<double> class_rate(nc, 0.0);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!active_[i]) continue;
+      sol.rate0_bps[p.aggs[i]] = rate_[i];
+      sol.bottleneck0[p.aggs[i]] = bottleneck_[i] == kNoLink ? kNoLink : p.links[bottleneck_[i]];
+      order_.push_back(i);
+      if (!std::isfinite(rate_[i])) continue;
+      const double r = rate_[i] * p.weight[i];
+      for (uint32_t k = p.priv_off[i]; k < p.priv_off[i + 1]; ++k) usage_[p.priv[k].link] += r * p.priv[k].share;
+      for (uint32_t k = p.term_off[i]; k < p.term_off[i + 1]; ++k) class_rate[p.terms[k].cls] += r * p.terms[k].scale;
+    }
+    for (size_t c = 0; c < nc; ++c) {
+      if (class_rate[c] == 0) continue;
+      for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k) {
+        usage_[p.class_links[k].link] += class_rate[c] * p.class_links[k].share;
+      }
+    }
+    SortByRate(order_.begin(), order_.end());
+    heap_ = {};
+    for (uint32_t i : order_) Predict(i, 0);
+
+    // Scratch of the re-fills, stamped per batch.
+    link_stamp_.assign(nl, 0);
+    class_stamp_.assign(nc, 0);
+    agg_stamp_.assign(n, 0);
+    slope_.assign(nl, 0.0);
+    used_.assign(nl, 0.0);
+    count_.assign(nl, 0);
+    class_sum_.assign(nc, 0.0);
+    class_old_.assign(nc, 0.0);
+    class_n_.assign(nc, 0);
+    class_dsum_.assign(nc, 0.0);
+    class_dn_.assign(nc, 0);
+    stamp_ = 0;
+
+    double now = 0;
+    size_t live = order_.size();
+    while (live > 0) {
+      if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
+      const double next = NextFinish();
+      ++sol.events;
+      if (!std::isfinite(next)) {  // nothing can progress (zero capacity): never finishes
+        for (uint32_t i : order_) sol.finish_s[p.aggs[i]] = kInf;
+        break;
+      }
+      // The batch: every finish within a relative kBatchTolerance of the
+      // step (as the full re-solve batches them).
+      const double dt = next - now;
+      const double cutoff = now + dt * (1 + kBatchTolerance);
+      now = next;
+      finished_.clear();
+      double r_min = kInf;
+      while (!heap_.empty()) {
+        const Finish f = heap_.top();
+        if (!active_[f.agg] || f.version != version_[f.agg]) {
+          heap_.pop();
+          continue;
+        }
+        if (f.at > cutoff) break;
+        heap_.pop();
+        active_[f.agg] = 0;
+        sol.finish_s[p.aggs[f.agg]] = now;
+        finished_.push_back(f.agg);
+        r_min = std::min(r_min, rate_[f.agg]);
+      }
+      live -= finished_.size();
+      // Aggregates at or above r_min: a suffix of order_ (ascending rates).
+      size_t top = order_.size();
+      while (top > 0 && rate_[order_[top - 1]] >= r_min) --top;
+      refill_.clear();
+      for (size_t k = top; k < order_.size(); ++k) {
+        const uint32_t i = order_[k];
+        if (!active_[i]) continue;
+        remaining_[i] -= rate_[i] * (now - since_[i]);
+        since_[i] = now;
+        refill_.push_back(i);
+      }
+      order_.resize(top);
+      if (std::isfinite(r_min) && live > 0) {
+        Refill(p, r_min);
+        for (uint32_t i : refill_) Predict(i, now);
+      }
+      // The refilled aggregates are all >= r_min > every rate before them
+      // (only flows that crossed no link, at infinite rate, finished when
+      // r_min is infinite: nothing else changes).
+      SortByRate(refill_.begin(), refill_.end());
+      order_.insert(order_.end(), refill_.begin(), refill_.end());
+    }
+    return {};
+  }
+
+ private:
+  struct Finish {
+    double at;
+    uint32_t agg;
+    uint32_t version;
+    bool operator<(const Finish& o) const { return at != o.at ? at > o.at : agg > o.agg; }  // min-heap
+  };
+
+  template <class It>
+  void SortByRate(It first, It last) {
+    std::sort(first, last, [&](uint32_t x, uint32_t y) { return rate_[x] != rate_[y] ? rate_[x] < rate_[y] : x < y; });
+  }
+
+  void Predict(uint32_t i, double now) {
+    ++version_[i];
+    const double at = !std::isfinite(rate_[i]) ? now : rate_[i] > 0 ? now + remaining_[i] / rate_[i] : kInf;
+    heap_.push({at, i, version_[i]});
+  }
+
+  double NextFinish() {
+    while (!heap_.empty()) {
+      const Finish& f = heap_.top();
+      if (active_[f.agg] && f.version == version_[f.agg]) return f.at;
+      heap_.pop();
+    }
+    return kInf;
+  }
+
+  void TouchLink(uint32_t l) {
+    if (link_stamp_[l] == stamp_) return;
+    link_stamp_[l] = stamp_;
+    links_.push_back(l);
+    slope_[l] = 0;
+    used_[l] = 0;  // first: what the batch takes off
+    count_[l] = 0;
+  }
+  void TouchClass(uint32_t c) {
+    if (class_stamp_[c] == stamp_) return;
+    class_stamp_[c] = stamp_;
+    classes_.push_back(c);
+    class_sum_[c] = class_old_[c] = class_dsum_[c] = 0;
+    class_n_[c] = class_dn_[c] = 0;
+  }
+
+  // New rates of refill_ (the active aggregates at or above r_min) with
+  // every other active aggregate fixed and finished_ gone; keeps usage_.
+  void Refill(const LocalProblem& p, double r_min) {
+    if (++stamp_ == 0) {
+      std::fill(link_stamp_.begin(), link_stamp_.end(), 0);
+      std::fill(class_stamp_.begin(), class_stamp_.end(), 0);
+      std::fill(agg_stamp_.begin(), agg_stamp_.end(), 0);
+      stamp_ = 1;
+    }
+    links_.clear();
+    classes_.clear();
+    // Old contributions of the refilled and the finished; slopes of the refilled.
+    auto take_off = [&](uint32_t a, bool refilled) {
+      const double w = p.weight[a];
+      const double r = std::isfinite(rate_[a]) ? rate_[a] : 0.0;
+      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
+        const uint32_t l = p.priv[k].link;
+        TouchLink(l);
+        used_[l] += w * p.priv[k].share * r;
+        if (refilled) {
+          slope_[l] += w * p.priv[k].share;
+          ++count_[l];
+        }
+      }
+      for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
+        const uint32_t c = p.terms[k].cls;
+        TouchClass(c);
+        class_old_[c] += w * p.terms[k].scale * r;
+        if (refilled) {
+          class_sum_[c] += w * p.terms[k].scale;
+          ++class_n_[c];
+        }
+      }
+    };
+    for (uint32_t a : finished_) take_off(a, false);
+    for (uint32_t a : refill_) {
+      agg_stamp_[a] = stamp_;  // unfrozen
+      take_off(a, true);
+    }
+    for (uint32_t c : classes_) {
+      for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k) {
+        const uint32_t l = p.class_links[k].link;
+        TouchLink(l);
+        used_[l] += class_old_[c] * p.class_links[k].share;
+        if (class_n_[c] > 0) {
+          slope_[l] += class_sum_[c] * p.class_links[k].share;
+          ++count_[l];
+        }
+      }
+    }
+    // used_ = what the fixed (low) aggregates put on each touched link.
+    for (uint32_t l : links_) used_[l] = usage_[l] - used_[l];
+
+    // Who crosses each touched link, restricted to the refill: private
+    // members and classes with refilled members (CSR over links_).
+    BuildIndex(p);
+
+    heap_links_ = {};
+    for (uint32_t l : links_) {
+      if (count_[l] > 0 && slope_[l] > 0) heap_links_.push({(p.capacity[l] - used_[l]) / slope_[l], l});
+    }
+    double level = r_min;
+    while (!heap_links_.empty()) {
+      const LinkEntry e = heap_links_.top();
+      heap_links_.pop();
+      if (count_[e.link] == 0) continue;
+      const double now =
+          slope_[e.link] > 0 ? std::max(level, (p.capacity[e.link] - used_[e.link]) / slope_[e.link]) : level;
+      if (now > e.level * (1 + 1e-12)) {
+        heap_links_.push({now, e.link});
+        continue;
+      }
+      level = std::max(level, now);
+      touched_classes_.clear();
+      auto freeze = [&](uint32_t a) {
+        if (agg_stamp_[a] != stamp_) return;  // fixed, or frozen in this fill
+        agg_stamp_[a] = 0;
+        rate_[a] = level;
+        const double w = p.weight[a];
+        for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
+          const uint32_t m = p.priv[k].link;
+          used_[m] += w * p.priv[k].share * level;
+          slope_[m] -= w * p.priv[k].share;
+          --count_[m];
+        }
+        for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
+          const uint32_t c = p.terms[k].cls;
+          if (class_dn_[c] == 0) touched_classes_.push_back(c);
+          class_dsum_[c] += w * p.terms[k].scale;
+          ++class_dn_[c];
+        }
+      };
+      const uint32_t slot = link_slot_[e.link];
+      for (uint32_t k = priv_off_[slot]; k < priv_off_[slot + 1]; ++k) freeze(priv_aggs_[k]);
+      for (uint32_t k = cls_off_[slot]; k < cls_off_[slot + 1]; ++k) {
+        const uint32_t c = link_cls_[k];
+        if (class_n_[c] == 0) continue;
+        for (uint32_t j = member_off_[class_slot_[c]]; j < member_off_[class_slot_[c] + 1]; ++j) freeze(members_[j]);
+      }
+      for (uint32_t c : touched_classes_) {
+        const double ds = class_dsum_[c];
+        class_sum_[c] -= ds;
+        class_n_[c] -= class_dn_[c];
+        const bool emptied = class_n_[c] == 0;
+        for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k) {
+          const uint32_t m = p.class_links[k].link;
+          used_[m] += ds * p.class_links[k].share * level;
+          slope_[m] -= ds * p.class_links[k].share;
+          if (emptied) --count_[m];
+        }
+        class_dsum_[c] = 0;
+        class_dn_[c] = 0;
+      }
+      count_[e.link] = 0;
+    }
+    for (uint32_t l : links_) usage_[l] = used_[l];
+  }
+
+  void BuildIndex(const LocalProblem& p) {
+    const size_t nt = links_.size(), ncl = classes_.size();
+    if (link_slot_.size() < p.links.size()) link_slot_.resize(p.links.size());
+    if (class_slot_.size() < class_stamp_.size()) class_slot_.resize(class_stamp_.size());
+    for (uint32_t s = 0; s < nt; ++s) link_slot_[links_[s]] = s;
+    for (uint32_t s = 0; s < ncl; ++s) class_slot_[classes_[s]] = s;
+    priv_off_.assign(nt + 1, 0);
+    cls_off_.assign(nt + 1, 0);
+    member_off_.assign(ncl + 1, 0);
+    for (uint32_t a : refill_) {
+      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) ++priv_off_[link_slot_[p.priv[k].link] + 1];
+      for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) ++member_off_[class_slot_[p.terms[k].cls] + 1];
+    }
+    for (uint32_t c : classes_) {
+      if (class_n_[c] == 0) continue;
+      for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k) ++cls_off_[link_slot_[p.class_links[k].link] + 1];
+    }
+    for (size_t s = 0; s < nt; ++s) {
+      priv_off_[s + 1] += priv_off_[s];
+      cls_off_[s + 1] += cls_off_[s];
+    }
+    for (size_t s = 0; s < ncl; ++s) member_off_[s + 1] += member_off_[s];
+    priv_aggs_.resize(priv_off_.back());
+    link_cls_.resize(cls_off_.back());
+    members_.resize(member_off_.back());
+    fill_a_.assign(priv_off_.begin(), priv_off_.end() - 1);
+    fill_b_.assign(cls_off_.begin(), cls_off_.end() - 1);
+    fill_c_.assign(member_off_.begin(), member_off_.end() - 1);
+    for (uint32_t a : refill_) {
+      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) priv_aggs_[fill_a_[link_slot_[p.priv[k].link]]++] = a;
+      for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) members_[fill_c_[class_slot_[p.terms[k].cls]]++] = a;
+    }
+    for (uint32_t c : classes_) {
+      if (class_n_[c] == 0) continue;
+      for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k) link_cls_[fill_b_[link_slot_[p.class_links[k].link]]++] = c;
+    }
+  }
+
+  struct LinkEntry {
+    double level;
+    uint32_t link;
+    bool operator<(const LinkEntry& o) const { return level != o.level ? level > o.level : link > o.link; }
+  };
+
+  std::vector<uint8_t> active_;
+  std::vector<double> rate_, remaining_, since_;
+  std::vector<uint32_t> bottleneck_, version_;
+  std::vector<uint32_t> order_;  // active aggregates, rates ascending
+  std::priority_queue<Finish> heap_;
+  std::vector<double> usage_;    // per local link: load of every active aggregate at its rate
+  std::vector<uint32_t> finished_, refill_;
+  // Re-fill scratch.
+  uint32_t stamp_ = 0;
+  std::vector<uint32_t> link_stamp_, class_stamp_, agg_stamp_;
+  std::vector<uint32_t> links_, classes_, touched_classes_;
+  std::vector<double> slope_, used_;
+  std::vector<uint32_t> count_;
+  std::vector<double> class_sum_, class_old_, class_dsum_;
+  std::vector<uint32_t> class_n_, class_dn_;
+  std::vector<uint32_t> link_slot_, class_slot_;
+  std::vector<uint32_t> priv_off_, priv_aggs_, cls_off_, link_cls_, member_off_, members_;
+  std::vector<uint32_t> fill_a_, fill_b_, fill_c_;
+  std::priority_queue<LinkEntry> heap_links_;
+};
+
 // Upper bound on the total rate of each class from the capacity of the
 // private links feeding it: aggregates sharing a cover link m carry at most
 // max(scale / share_m) * c_m into the class. Taken over the first and the
@@ -274,7 +633,8 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
 
 }  // namespace
 
-Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, const ReuseHint& reuse) {
+Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, const ReuseHint& reuse,
+                                 const FluidOptions& options) {
   const size_t na = p.aggregate_count(), nc = p.class_count(), nl = p.capacity_bps.size();
   FluidSolution sol;
   sol.finish_s.assign(na, 0.0);
@@ -352,6 +712,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   // 3. Simulate each component.
   LocalProblem lp;
   WaterFiller filler;
+  IncrementalEvents incremental;
   std::vector<uint32_t> link_local(nl, UINT32_MAX), class_local(nc, UINT32_MAX);
   std::vector<uint8_t> active;
   std::vector<double> rate, remaining;
@@ -421,10 +782,15 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     for (uint32_t l : lp.links) link_local[l] = UINT32_MAX;
     lp.BuildReverse();
 
-    // Event loop: fill, advance to the next batch of completions, repeat.
     const size_t n = lp.aggs.size();
     sol.max_component = std::max(sol.max_component, n);
     ++sol.components_solved;
+    if (options.incremental) {
+      if (auto ok = incremental.Run(lp, p.bits, filler, sol, stop); !ok) return tl::unexpected(ok.error());
+      continue;
+    }
+    // The reference: fill everything, advance to the next batch of
+    // completions, repeat.
     active.assign(n, 0);
     rate.assign(n, 0.0);
     bottleneck.assign(n, kNoLink);

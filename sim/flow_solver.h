@@ -12,7 +12,8 @@
 // Rates are max-min fair (progressive filling: every unfrozen flow grows at
 // the same rate until a link saturates; the flows crossing it freeze), and
 // are recomputed after each batch of completions (flows finishing within a
-// relative 1e-9 of each other finish together).
+// relative 1e-9 of each other finish together): only the aggregates whose
+// rates a batch can change are re-filled (FluidOptions::incremental).
 //
 // Speed. Links that can never saturate are dropped first: a class link
 // whose load is bounded below its capacity by the capacities of the NIC
@@ -60,6 +61,8 @@ struct FluidProblem {
   // Class c's links. The spans view storage that outlives the problem (a
   // cached baseline's routes, shared by every drained run) or owned_classes.
   std::vector<std::span<const LinkShare>> classes;
+  // Owned class links, in chunks that never reallocate (a class is a span
+  // into one chunk): millions of hashed paths cost no allocation each.
   std::deque<std::vector<LinkShare>> owned_classes;
 
   std::vector<double> weight;  // per aggregate: number of identical flows (> 0)
@@ -72,7 +75,7 @@ struct FluidProblem {
   size_t aggregate_count() const { return weight.size(); }
   size_t class_count() const { return classes.size(); }
   // Appends a class that the problem owns; returns its index.
-  uint32_t AddClass(std::vector<LinkShare> links);
+  uint32_t AddClass(std::span<const LinkShare> links);
   // Appends an aggregate; returns its index.
   uint32_t AddAggregate(double weight, double bits, const std::vector<LinkShare>& private_links,
                         const std::vector<ClassTerm>& terms);
@@ -104,7 +107,15 @@ struct ReuseHint {
   const std::vector<uint32_t>* previous_index = nullptr;
 };
 
+struct FluidOptions {
+  // true: after each batch of completions, re-fill only the aggregates whose
+  // rate can change (those at or above the lowest rate that finished; see
+  // flow_solver.cpp). false: re-fill the whole component at every batch,
+  // the previous solver, kept as the reference of the exactness tests.
+  bool incremental = true;
+};
+
 Result<FluidSolution> SolveFluid(const FluidProblem& problem, std::stop_token stop = {},
-                                 const ReuseHint& reuse = {});
+                                 const ReuseHint& reuse = {}, const FluidOptions& options = {});
 
 }  // namespace drainwise::sim

@@ -46,8 +46,19 @@ int RunCalibrate(const CalibrateArgs& a) {
   fmt::print("observations used: {} (skipped {}); relative error median {:.2f}%, p90 {:.2f}%\n",
              c.value("observations", 0), doc.value("skipped", 0), 100 * c.value("median_rel_error", 0.0),
              100 * c.value("p90_rel_error", 0.0));
-  fmt::print("{}\n", a.apply ? fmt::format("applied (calibration v{})", doc.value("version", 0))
-                             : "not applied: run again with --apply to use it");
+  const auto& h = doc["holdout"];
+  if (h.is_object() && h["rmse_s"].is_number()) {
+    fmt::print("held-out rmse ({} folds): fitted {:.5f} s, in force {:.5f} s\n", h.value("folds", 0),
+               h.value("rmse_s", 0.0), h.value("rmse_before_s", 0.0));
+  }
+  if (doc.value("applied", false)) {
+    fmt::print("applied (calibration v{})\n", doc.value("version", 0));
+  } else if (!doc.value("applicable", true)) {
+    fmt::print("not applied: {}\n", doc.value("not_applicable", "the fit is not applicable"));
+    return a.apply ? 1 : 0;
+  } else {
+    fmt::print("not applied: run again with --apply to use it\n");
+  }
   return 0;
 }
 

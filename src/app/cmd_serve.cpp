@@ -24,6 +24,7 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/state.h"
+#include "store/prober.h"
 #include "store/store.h"
 
 namespace drainwise::app {
@@ -91,12 +92,23 @@ int RunServe(const ServeArgs& args) {
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
   auto http_log = Logger("http");
 
-  auto store = store::Store::Open(cfg.db_path);
+  store::StoreOptions store_options;
+  store_options.keep_versions = cfg.store.keep_versions;
+  store_options.idempotency_ttl_s = cfg.store.idempotency_ttl_s;
+  store_options.listen_address = cfg.server.listen;
+  auto store = store::Store::Open(cfg.db_path, store_options);  // exits 1 when another daemon holds it
   if (!store) {
     log->error("{}", store.error().message);
     return 1;
   }
   log->info("database {} (schema v{})", cfg.db_path, (*store)->schema_version());
+  // A background write probe: one log line per change, and /readyz's answer.
+  store::ProberOptions probe_options;
+  probe_options.on_change = [log](bool ok, const std::string& why) {
+    if (ok) log->info("database writable again");
+    else log->error("{}", why);
+  };
+  store::StoreProber store_prober(store->get(), probe_options);
   server::State state(store->get());
   auto loaded = state.LoadLatest();
   if (!loaded) {
@@ -208,6 +220,7 @@ int RunServe(const ServeArgs& args) {
 
   server::ApiHooks hooks;
   hooks.metrics = [&metrics] { return metrics.Render(); };
+  hooks.store_writable = [&store_prober](std::string* why) { return store_prober.Writable(why); };
   if (sources) {
     hooks.sources = [&sources] {
       nlohmann::json list = nlohmann::json::array();
@@ -287,8 +300,10 @@ int RunServe(const ServeArgs& args) {
   }
   server::HttpServer http(&api, cfg.server, http_log);
   http.OnRequest([&metrics](const server::RequestStats& s) {
-    metrics.Add("drainwise_http_requests_total",
-                {{"route", s.route}, {"method", s.method}, {"status", std::to_string(s.status)}});
+    // Bounded labels: a route of the table or "unmatched", a known method or "other".
+    metrics.Add("drainwise_http_requests_total", {{"route", s.route},
+                                                  {"method", std::string(server::MethodLabel(s.method))},
+                                                  {"status", std::to_string(s.status)}});
     metrics.Observe("drainwise_http_request_duration_seconds", {{"route", s.route}}, s.seconds);
   });
   metrics.OnScrape([&state, &http](server::Metrics& m) {
@@ -308,6 +323,8 @@ int RunServe(const ServeArgs& args) {
     return 1;
   }
   log->info("listening on {} (port {})", cfg.server.listen, http.port());
+  std::string bound = cfg.server.listen.substr(0, cfg.server.listen.rfind(':') + 1) + std::to_string(http.port());
+  if (auto st = (*store)->SetListenAddress(bound); !st) log->warn("{}", st.error().message);
   if (!args.port_file.empty()) {
     // Written after the socket is bound: tests and supervisors using port 0
     // learn the real port here.

@@ -7,8 +7,11 @@
 // Modes are entries of kModes below: each gets the loaded snapshot and the
 // resolved drain and prints its own result, so another fidelity (e.g. a
 // flow-level mode with its own options) is one more entry and its options.
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <memory>
+#include <thread>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +50,7 @@ struct SimulateArgs {
   std::optional<double> per_message_overhead_us;
   std::optional<double> overload_penalty;
   bool fluid_only = false;  // goodput 1, no latency: the exactness contract's model
+  int threads = 0;          // hash seeds at once; 0 = one per core
 };
 
 // What every mode starts from.
@@ -149,6 +153,22 @@ int RunCandidates(const SimulateArgs& a, const Inputs& in) {
   return 0;
 }
 
+// Runs a simulator's independent tasks (hash seeds) on `threads` threads:
+// the calling one and threads - 1 started for the call.
+sim::TaskRunner ThreadRunner(int threads) {
+  if (threads <= 1) return {};
+  return [threads](size_t n, const std::function<void(size_t)>& task) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < n; i = next++) task(i);
+    };
+    std::vector<std::thread> helpers;
+    for (int t = 1; t < threads && static_cast<size_t>(t) < n; ++t) helpers.emplace_back(work);
+    work();
+    for (auto& h : helpers) h.join();
+  };
+}
+
 // Flow-level: every job's collectives as flows, max-min fair on the drained fabric.
 int RunFlowMode(const SimulateArgs& a, const Inputs& in) {
   auto routing = sim::ParseFlowRouting(a.routing);
@@ -161,7 +181,8 @@ int RunFlowMode(const SimulateArgs& a, const Inputs& in) {
   if (a.per_hop_latency_us) o.per_hop_latency_s = *a.per_hop_latency_us / 1e6;
   if (a.per_message_overhead_us) o.per_message_overhead_s = *a.per_message_overhead_us / 1e6;
   if (a.overload_penalty) o.overload_penalty = *a.overload_penalty;
-  auto result = sim::SimulateFlows(*in.snapshot, in.drain, o);
+  const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto result = sim::SimulateFlows(*in.snapshot, in.drain, o, {}, ThreadRunner(threads));
   if (!result) {
     return Fail(result.error().code == ErrorCode::kInvalidArgument ? kUsage : kFailed, result.error().message);
   }
@@ -222,17 +243,19 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
                   "Rank every single-switch drain of a tier (e.g. spine) or of a comma-separated list");
   cmd->add_flag("--only-affected", args->only_affected, "JSON: list only the jobs the drain affects");
   cmd->add_option("--max-rows", args->max_rows, "Table rows at most")->capture_default_str();
-  cmd->add_option("--routing", args->routing, "--mode flow: spray | spray-path | hash (resilient) | hash-rehash")
+  cmd->add_option("--routing", args->routing, "--mode flow: spray | spray-path | hash | hash-rehash")
       ->capture_default_str();
   cmd->add_option("--hash-seeds", args->hash_seeds, "--mode flow, hash routing: seeds (mean and worst)")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "--mode flow, hash routing: first seed")->capture_default_str();
   cmd->add_option("--goodput", args->goodput, "--mode flow: usable share of line rate (default 0.95)");
-  cmd->add_option("--per-hop-latency-us", args->per_hop_latency_us, "--mode flow: latency per link of a path (default 1)");
+  cmd->add_option("--per-hop-latency-us", args->per_hop_latency_us, "--mode flow: one-way latency per link of a path; a step pays a round trip (default 1)");
   cmd->add_option("--per-message-overhead-us", args->per_message_overhead_us,
                   "--mode flow: latency per collective step (default 5)");
   cmd->add_option("--overload-penalty", args->overload_penalty,
                   "--mode flow: capacity lost on links at >= 95% at t = 0 (default 0: off)");
+  cmd->add_option("--threads", args->threads, "--mode flow, hash routing: seeds simulated at once (0 = one per core)")
+      ->capture_default_str();
   cmd->add_flag("--fluid-only", args->fluid_only,
                 "--mode flow: pure fluid model (goodput 1, no latency), as in the exactness contract");
   cmd->callback([args, exit_code] { *exit_code = RunSimulate(*args); });

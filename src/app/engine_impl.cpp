@@ -297,16 +297,22 @@ class AdvisorEngine : public DaemonEngine {
                             {"per_hop_latency_us", current.per_hop_latency_s * 1e6},
                             {"per_message_overhead_us", current.per_message_overhead_s * 1e6},
                             {"rmse_s", fit->rmse_before_s}}},
+                {"holdout", {{"folds", fit->folds},
+                             {"rmse_s", fit->holdout_rmse_s},
+                             {"rmse_before_s", fit->holdout_rmse_before_s}}},
+                {"applicable", fit->applicable},
                 {"skipped", skipped},
-                {"applied", apply}};
-    if (apply) {
+                {"applied", apply && fit->applicable}};
+    if (!fit->applicable) out["not_applicable"] = fit->not_applicable;
+    if (apply && fit->applicable) {
       if (auto st = SetCalibration(calibration); !st) return tl::unexpected(st.error());
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     log_->info("calibration fit on {} observations: goodput {:.3f}, {:.2f} us/hop, {:.2f} us/message, rmse {:.4f} s "
                "(was {:.4f} s){} {:.1f}ms",
                fit->observations, fit->params.goodput, fit->params.per_hop_latency_s * 1e6,
-               fit->params.per_message_overhead_s * 1e6, fit->rmse_s, fit->rmse_before_s, apply ? ", applied" : "", ms);
+               fit->params.per_message_overhead_s * 1e6, fit->rmse_s, fit->rmse_before_s,
+               apply && fit->applicable ? ", applied" : (fit->applicable ? "" : ", not applicable"), ms);
     return out;
   }
 

@@ -27,7 +27,7 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
     Config c;
     ObjectReader r(doc, "");
     r.RejectUnknown({"listen", "db", "policy_file", "log_level", "server", "sources", "profiles", "telemetry",
-                     "simulation", "advisor", "$schema", "comment"});
+                     "simulation", "advisor", "store", "$schema", "comment"});
     auto& s = c.server;
     s.listen = r.StringOr("listen", s.listen);
     c.db_path = r.StringOr("db", c.db_path);
@@ -67,6 +67,18 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
       }
     }
     if (s.listen.find(':') == std::string::npos) throw FieldError("listen", "expected HOST:PORT");
+    if (r.Has("store")) {
+      ObjectReader sr(r.Raw("store"), "store");
+      sr.RejectUnknown({"keep_versions", "idempotency_ttl_s"});
+      c.store.keep_versions = sr.IntOr("keep_versions", c.store.keep_versions);
+      if (c.store.keep_versions < 0) {
+        throw FieldError(sr.Child("keep_versions"), "must be >= 0 (0 keeps every version)");
+      }
+      c.store.idempotency_ttl_s = sr.IntOr("idempotency_ttl_s", c.store.idempotency_ttl_s);
+      if (c.store.idempotency_ttl_s < 1 || c.store.idempotency_ttl_s > 315'360'000) {
+        throw FieldError(sr.Child("idempotency_ttl_s"), "must be between 1 and 315360000 seconds (10 years)");
+      }
+    }
     if (r.Has("sources")) {
       if (!r.Raw("sources").is_array()) throw FieldError("sources", "expected an array");
       c.sources = r.Raw("sources");
@@ -124,6 +136,7 @@ nlohmann::json ConfigToJson(const Config& c) {
             {"tokens_file", s.tokens_file},
             {"tls_cert", s.tls_cert},
             {"tls_key", s.tls_key}}},
+          {"store", {{"keep_versions", c.store.keep_versions}, {"idempotency_ttl_s", c.store.idempotency_ttl_s}}},
           {"sources", c.sources},
           {"profiles", c.profiles},
           {"telemetry", c.telemetry},

@@ -30,8 +30,15 @@ struct ServerOptions {
   std::string tls_key;
 };
 
+// The database's retention and idempotency settings (docs/configuration.md).
+struct StoreSettings {
+  int64_t keep_versions = 1000;       // newest versions kept per document kind, besides referenced ones; 0 = all
+  int64_t idempotency_ttl_s = 86400;  // an Idempotency-Key is honoured this long (1 s to 10 years)
+};
+
 struct Config {
   ServerOptions server;
+  StoreSettings store;
   std::string db_path = "drainwise.db";  // SQLite file (the audit trail)
   std::string policy_file;               // empty = the built-in default policy
   std::string log_level = "info";        // trace, debug, info, warn, error

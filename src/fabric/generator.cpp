@@ -35,6 +35,85 @@ std::string HostName(int pod, int index) { return fmt::format("p{}-gpu{:04}", po
 
 double Round(double v, double unit) { return std::round(v / unit) * unit; }
 
+// The cross-pod mixture-of-experts jobs of JobMixOptions (moe_*), taken out
+// of `hosts` (and `pods`, the pod of each host) in document order.
+void PlaceMoeJobs(const FabricOptions& fabric, const JobMixOptions& o, std::vector<std::string>& hosts,
+                  std::vector<std::string>& pods, int& seq, model::JobsSpec& out) {
+  std::vector<std::string> pod_names;  // in order of first appearance
+  for (const auto& p : pods) {
+    if (std::find(pod_names.begin(), pod_names.end(), p) == pod_names.end()) pod_names.push_back(p);
+  }
+  const int npods = static_cast<int>(pod_names.size());
+  const int per_job_pods = std::clamp(o.moe_pods, 1, std::max(1, npods));
+  const int per_leaf = std::max(1, fabric.hosts_per_leaf);
+  std::vector<uint8_t> taken(hosts.size(), 0);
+  for (int k = 0; k < o.moe_jobs; ++k) {
+    // Per pod of the job: its first free hosts, `moe_hosts / pods` of them
+    // (the first pods take the remainder), reordered position-major over
+    // leaf groups (g0h0, g1h0, ..., g0h1, ...) so that any run of
+    // consecutive hosts covers every leaf group of the selection.
+    std::vector<std::vector<size_t>> per_pod;
+    for (int m = 0; m < per_job_pods; ++m) {
+      const std::string& pod = pod_names[static_cast<size_t>((k * per_job_pods + m) % npods)];
+      const int want = o.moe_hosts / per_job_pods + (m < o.moe_hosts % per_job_pods ? 1 : 0);
+      std::vector<size_t> sel;
+      for (size_t i = 0; i < hosts.size() && static_cast<int>(sel.size()) < want; ++i) {
+        if (!taken[i] && pods[i] == pod) sel.push_back(i);
+      }
+      std::vector<size_t> order(sel.size());
+      std::iota(order.begin(), order.end(), size_t{0});
+      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+        return std::make_pair(x % per_leaf, x / per_leaf) < std::make_pair(y % per_leaf, y / per_leaf);
+      });
+      std::vector<size_t> ordered;
+      for (size_t x : order) ordered.push_back(sel[x]);
+      for (size_t i : ordered) taken[i] = 1;
+      per_pod.push_back(std::move(ordered));
+    }
+    // Interleave the pods: host i of the job comes from pod i mod pods.
+    model::JobSpec j;
+    for (size_t r = 0;; ++r) {
+      bool any = false;
+      for (const auto& v : per_pod) {
+        if (r < v.size()) {
+          j.hosts.push_back(hosts[v[r]]);
+          any = true;
+        }
+      }
+      if (!any) break;
+    }
+    if (j.hosts.empty()) break;
+    j.id = fmt::format("job-{:04}", ++seq);
+    j.name = fmt::format("moe-cross-pod-{}", seq);
+    j.tenant = "prod-llm";
+    j.priority = 50;
+    j.labels = {{"workload", "expert-parallel"}, {"team", "prod-llm"}};
+    j.started_at = o.now - 24 * 3600;
+    j.checkpoint = model::Checkpoint{1800, 300};
+    j.iteration.compute_s = 0.3;
+    j.iteration.overlap = 0;
+    model::CollectiveSpec a2a;
+    a2a.kind = model::CollectiveKind::kAllToAll;
+    a2a.algorithm = "direct";
+    a2a.bytes = o.moe_alltoall_bytes;
+    a2a.group_size = o.moe_group_ranks;
+    j.iteration.collectives.push_back(a2a);
+    model::CollectiveSpec ar;
+    ar.kind = model::CollectiveKind::kAllReduce;
+    ar.bytes = o.moe_allreduce_bytes;
+    j.iteration.collectives.push_back(ar);
+    out.jobs.push_back(std::move(j));
+  }
+  std::vector<std::string> rest, rest_pods;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (taken[i]) continue;
+    rest.push_back(std::move(hosts[i]));
+    rest_pods.push_back(std::move(pods[i]));
+  }
+  hosts = std::move(rest);
+  pods = std::move(rest_pods);
+}
+
 }  // namespace
 
 std::optional<Preset> FindPreset(std::string_view name) {
@@ -80,6 +159,22 @@ std::optional<Preset> FindPreset(std::string_view name) {
     p.jobs.seed = 1;
     p.jobs.large_jobs = {1024, 512, 256, 256, 128, 128};
     p.jobs.busy_fraction = 0.9;
+    return p;
+  }
+  if (name == "32k-moe" || name == "32k-moe-2to1") {
+    p = *FindPreset("32k");
+    p.fabric.name = std::string(name);
+    if (name == "32k-moe-2to1") {
+      // Leaves: 32 hosts x 400G down, 32 spines x 200G up (2:1). Spines:
+      // 128 leaves x 200G down, 64 superspine links x 400G up (1:1).
+      p.fabric.leaf_spine_gbps = 200;
+    }
+    p.jobs.jobs = 0;
+    p.jobs.large_jobs.clear();
+    p.jobs.moe_jobs = 4;
+    p.jobs.moe_hosts = 256;
+    p.jobs.moe_pods = 2;
+    p.jobs.moe_group_ranks = 512;
     return p;
   }
   if (name == "small") {
@@ -198,6 +293,7 @@ model::JobsSpec GenerateJobs(const model::TopologySpec& topology, const FabricOp
   // apart so that one job (an inference service) can be placed on them.
   std::vector<std::string> hosts;
   std::vector<std::string> single_homed;
+  std::vector<std::string> host_pods;  // pod of hosts[i]
   {
     std::map<std::string, int> nics;
     for (const auto& l : topology.links) ++nics[l.a];
@@ -205,9 +301,12 @@ model::JobsSpec GenerateJobs(const model::TopologySpec& topology, const FabricOp
       if (n.kind != model::NodeKind::kHost) continue;
       bool single = fabric.rails > 1 && nics[n.id] == 1;
       (single ? single_homed : hosts).push_back(n.id);
+      if (!single) host_pods.push_back(n.pod);
     }
   }
   model::JobsSpec out;
+  int seq = 0;
+  if (o.moe_jobs > 0) PlaceMoeJobs(fabric, o, hosts, host_pods, seq, out);
   if (o.jobs <= 0 || hosts.empty()) return out;
 
   int njobs = o.jobs;
@@ -269,7 +368,6 @@ model::JobsSpec GenerateJobs(const model::TopologySpec& topology, const FabricOp
     for (int h = 0; h < sizes[i] && cursor < hosts.size(); ++h) j.hosts.push_back(hosts[cursor++]);
   }
 
-  int seq = 0;
   for (int i = 0; i < njobs; ++i) {
     model::JobSpec& j = jobs[i];
     if (j.hosts.empty()) continue;

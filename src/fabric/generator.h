@@ -48,6 +48,19 @@ struct JobMixOptions {
   std::vector<int> large_jobs;  // sizes (hosts) of jobs placed first, e.g. {1024, 512}
   double alltoall_share = 0.2;  // share of expert-parallel (all-to-all) jobs
   double pipeline_share = 0.2;  // share of pipeline-parallel jobs; the rest is data-parallel
+  // Cross-pod mixture-of-experts jobs, placed before the mix above (which
+  // then takes `jobs` more on the hosts left). Each takes `moe_hosts` hosts,
+  // evenly from `moe_pods` consecutive pods (job k starts at pod k x
+  // moe_pods), in an order that puts hosts of every pod and every leaf group
+  // it uses into each all-to-all group of `moe_group_ranks` consecutive
+  // ranks. Collectives: that all-to-all (`direct`, `moe_alltoall_bytes` per
+  // rank) and a ring all-reduce of `moe_allreduce_bytes` over all its ranks.
+  int moe_jobs = 0;
+  int moe_hosts = 256;
+  int moe_pods = 2;
+  int moe_group_ranks = 512;
+  double moe_alltoall_bytes = 256e6;
+  double moe_allreduce_bytes = 1e9;
 };
 
 struct Preset {
@@ -57,7 +70,11 @@ struct Preset {
 
 // The named presets: "demo" (about 1,000 GPUs in two pods, 4 rails, ~15 jobs,
 // single-homed and free hosts), "32k" (4,096 hosts x 8 GPUs, 8 rails, 3 tiers,
-// about 1,000 jobs) and "small" (a 2-tier fabric for tests).
+// about 1,000 jobs), "32k-moe" (the 32k fabric with only 4 cross-pod
+// mixture-of-experts jobs of 256 hosts: all-to-all groups of 512 ranks over
+// two pods and 4 leaf groups each, plus a ring all-reduce; 4.1 M rank-level
+// flows), "32k-moe-2to1" (the same with 200G leaf uplinks: 2:1
+// oversubscribed at the leaves) and "small" (a 2-tier fabric for tests).
 std::optional<Preset> FindPreset(std::string_view name);
 
 model::TopologySpec GenerateFabric(const FabricOptions& options);

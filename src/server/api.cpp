@@ -7,6 +7,7 @@
 
 #include "server/problem.h"
 #include "server/routes/common.h"
+#include "server/routes/idempotency.h"
 #include "server/routes/target.h"
 
 namespace drainwise::server {
@@ -82,7 +83,12 @@ std::map<std::string, std::string> ParseQuery(std::string_view query) {
 }
 
 Api::Api(State* state, Engine* engine, ApiHooks hooks)
-    : state_(state), engine_(engine), hooks_(std::move(hooks)) {}
+    : state_(state),
+      engine_(engine),
+      hooks_(std::move(hooks)),
+      keys_in_flight_(std::make_unique<routing::KeysInFlight>()) {}
+
+Api::~Api() = default;
 
 RoutedRequest Api::Route(ApiRequest request) const {
   RoutedRequest rr;

@@ -51,6 +51,9 @@ std::string_view AdmissionName(Admission admission);  // "inline" | "read" | "si
 
 class Api;
 struct RoutedRequest;
+namespace routing {
+class KeysInFlight;
+}
 
 // One row of the route table (Api::Routes()): everything the server knows
 // about a route. Auth, the metrics label, 404/405 and the admission class
@@ -109,6 +112,7 @@ struct ApiHooks {
 class Api {
  public:
   Api(State* state, Engine* engine, ApiHooks hooks = {});
+  ~Api();
 
   // With a token table, every route whose row has a role needs a bearer
   // token of at least that role (401 without one, 403 with too weak a one).
@@ -123,12 +127,6 @@ class Api {
   ApiResponse Handle(RoutedRequest& routed);
   // Route + Handle, for tests and callers without an admission step.
   ApiResponse Handle(const ApiRequest& request);
-
-  // Transitional wrappers over Route() for src/server/http_server.cpp until
-  // it admits by RoutedRequest::admission: whether the request leaves the
-  // I/O thread, and its route's name.
-  bool IsSlow(const ApiRequest& request) const { return Route(request).admission != Admission::kInline; }
-  std::string RouteName(const ApiRequest& request) const { return Route(request).RouteName(); }
 
   // The route table: one row per method and pattern.
   static const std::vector<server::Route>& Routes();
@@ -155,6 +153,8 @@ class Api {
   ApiResponse GetPolicy(const RoutedRequest& rr);
   ApiResponse PutPolicy(const RoutedRequest& rr);
   ApiResponse PostAssessment(const RoutedRequest& rr);
+  // POST /v1/assessments and /v1/plans: Idempotency-Key, engine, store.
+  ApiResponse PostSimulation(const RoutedRequest& rr, std::string_view kind);
   ApiResponse GetAssessment(const RoutedRequest& rr);
   ApiResponse ListAssessments(const RoutedRequest& rr);
   ApiResponse DrainCandidates(const RoutedRequest& rr);
@@ -175,6 +175,7 @@ class Api {
   ApiHooks hooks_;
   std::shared_ptr<const TokenTable> tokens_;
   std::atomic<uint64_t> sequence_{0};
+  std::unique_ptr<routing::KeysInFlight> keys_in_flight_;  // Idempotency-Keys whose first request runs
 };
 
 // Helpers shared with the hooks' implementations.

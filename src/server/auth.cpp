@@ -72,13 +72,4 @@ std::optional<Principal> TokenTable::Find(std::string_view token) const {
   return it->second;
 }
 
-std::optional<Role> RequiredRole(std::string_view method, std::string_view path) {
-  if (path == "/healthz" || path == "/readyz") return std::nullopt;
-  // The console's static files hold no data; the page sends the token with its API calls.
-  if (path == "/" || path.rfind("/ui/", 0) == 0) return std::nullopt;
-  if (method == "GET" || method == "HEAD") return Role::kReader;
-  if (method == "PUT") return Role::kAdmin;
-  return Role::kOperator;  // POST assessments/plans/drains/observations, DELETE drains
-}
-
 }  // namespace drainwise::server

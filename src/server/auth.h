@@ -1,8 +1,10 @@
 // Bearer tokens with roles. The tokens file holds SHA-256 hashes, never the
 // tokens: one line per token, `<sha256-hex> <role> [name]`, `#` comments.
-// Roles nest: reader (GET) < operator (assessments, plans, drains,
-// observations) < admin (PUT topology, jobs, policy). Health and readiness
-// are always open so orchestrators can probe them.
+// Roles nest: reader < operator < admin. Which role a route needs is a
+// column of the route table (Api::Routes(), src/server/routes/table.cpp):
+// roughly reader for reads, operator for assessments, plans, drains and
+// observations, admin for whatever replaces a document or the calibration;
+// health, readiness and the console's static files are open.
 #pragma once
 
 #include <optional>
@@ -38,8 +40,5 @@ class TokenTable {
 
 // Lower-case hex SHA-256 of `text`.
 std::string Sha256Hex(std::string_view text);
-
-// The role a request needs: nullopt for open routes.
-std::optional<Role> RequiredRole(std::string_view method, std::string_view path);
 
 }  // namespace drainwise::server

@@ -1,8 +1,13 @@
 #include "store/store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -63,6 +68,42 @@ constexpr const char* kMigrations[] = {
       body        TEXT NOT NULL
     );
     CREATE INDEX observations_job ON observations(job_id, observed_at);
+    )sql",
+    // 3: idempotency keys scoped to the authenticated principal, with the
+    // request fingerprint and an expiry (IETF Idempotency-Key draft); the
+    // principal on every record (the audit trail); the versions a drain was
+    // started on (retention keeps them while it is active); a write probe.
+    // Keys from before were global and cannot be scoped to a principal: they
+    // are not carried over. Drains active at the upgrade are taken to run on
+    // the latest stored versions.
+    R"sql(
+    ALTER TABLE assessments ADD COLUMN principal TEXT NOT NULL DEFAULT '';
+    ALTER TABLE assessments ADD COLUMN idempotency_fingerprint TEXT NOT NULL DEFAULT '';
+    DROP INDEX assessments_idempotency;
+    CREATE INDEX assessments_idempotency ON assessments(idempotency_key) WHERE idempotency_key IS NOT NULL;
+    CREATE INDEX assessments_topology_version ON assessments(topology_version);
+    CREATE INDEX assessments_jobs_version ON assessments(jobs_version);
+    CREATE TABLE idempotency_keys (
+      principal   TEXT    NOT NULL,
+      key         TEXT    NOT NULL,
+      fingerprint TEXT    NOT NULL,
+      record_id   TEXT    NOT NULL,
+      created_at  INTEGER NOT NULL,
+      PRIMARY KEY (principal, key)
+    );
+    CREATE INDEX idempotency_keys_created ON idempotency_keys(created_at);
+    ALTER TABLE drains ADD COLUMN principal TEXT NOT NULL DEFAULT '';
+    ALTER TABLE drains ADD COLUMN topology_version INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE drains ADD COLUMN jobs_version INTEGER NOT NULL DEFAULT 0;
+    UPDATE drains SET
+      topology_version = (SELECT COALESCE(MAX(version), 0) FROM documents WHERE kind = 'topology'),
+      jobs_version = (SELECT COALESCE(MAX(version), 0) FROM documents WHERE kind = 'jobs')
+      WHERE ended_at IS NULL;
+    ALTER TABLE documents ADD COLUMN principal TEXT NOT NULL DEFAULT '';
+    CREATE TABLE write_probe (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      at INTEGER NOT NULL
+    );
     )sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -130,7 +171,7 @@ int64_t NowSeconds() {
 
 constexpr const char* kAssessmentColumns =
     "id, created_at, kind, ticket, requested_by, topology_version, jobs_version, verdict, "
-    "COALESCE(idempotency_key, ''), request, result";
+    "COALESCE(idempotency_key, ''), request, result, principal, idempotency_fingerprint";
 
 AssessmentRecord ReadAssessment(const Stmt& s) {
   AssessmentRecord r;
@@ -145,6 +186,8 @@ AssessmentRecord ReadAssessment(const Stmt& s) {
   r.idempotency_key = s.Text(8);
   r.request = s.Text(9);
   r.result = s.Text(10);
+  r.principal = s.Text(11);
+  r.idempotency_fingerprint = s.Text(12);
   return r;
 }
 
@@ -169,32 +212,166 @@ std::string ContentHash(std::string_view text) {
   return fmt::format("{:016x}", h);
 }
 
-Store::Store(sqlite3* db, std::string path, StoreOptions options)
-    : db_(db), path_(std::move(path)), options_(options) {}
+std::string LockPath(const std::string& db_path) { return db_path + ".lock"; }
 
-Store::~Store() { sqlite3_close_v2(db_); }
+namespace {
+
+// The lock file's one line: "pid 1234, listening on 127.0.0.1:8080".
+std::string LockHolderText(const std::string& listen) {
+  return fmt::format("pid {}, listening on {}", static_cast<long>(::getpid()), listen.empty() ? "?" : listen);
+}
+
+Status WriteLockHolder(int fd, const std::string& db, const std::string& listen) {
+  std::string text = LockHolderText(listen) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+    return MakeError(ErrorCode::kIo,
+                     fmt::format("database {}: cannot write lock file {}: {}", db, LockPath(db), std::strerror(errno)));
+  }
+  return {};
+}
+
+// What the lock file says about the process holding it, printable.
+std::string ReadLockHolder(int fd) {
+  char buf[512];
+  ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  std::string out;
+  for (ssize_t i = 0; i < n; ++i) {
+    unsigned char c = static_cast<unsigned char>(buf[i]);
+    if (c == '\n') break;
+    out += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
+  }
+  return out;
+}
+
+// An exclusive flock on "<db>.lock", held for the life of the fd (closed on
+// exec, so a child process never inherits it). flock, not fcntl locks: the
+// latter are per process, so a second Open() in the same process (tests)
+// would not see the first one's lock.
+Result<int> LockDatabase(const std::string& db, const std::string& listen) {
+  const std::string lock_path = LockPath(db);
+  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return MakeError(ErrorCode::kIo,
+                     fmt::format("database {}: cannot open lock file {}: {}", db, lock_path, std::strerror(errno)));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    std::string holder = ReadLockHolder(fd);
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      return MakeError(ErrorCode::kConflict,
+                       fmt::format("database {} is in use by another drainwise serve ({}; lock file {}): "
+                                   "one daemon per database; stop that one or point --db elsewhere",
+                                   db, holder.empty() ? "pid not yet recorded" : holder, lock_path));
+    }
+    return MakeError(ErrorCode::kIo,
+                     fmt::format("database {}: cannot lock {}: {}", db, lock_path, std::strerror(err)));
+  }
+  if (auto st = WriteLockHolder(fd, db, listen); !st) {
+    ::close(fd);
+    return tl::unexpected(st.error());
+  }
+  return fd;
+}
+
+}  // namespace
+
+Store::Store(sqlite3* db, std::string path, StoreOptions options)
+    : db_(db), path_(std::move(path)), options_(std::move(options)) {}
+
+Store::~Store() {
+  sqlite3_close_v2(probe_db_);
+  sqlite3_close_v2(db_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock; the file stays (see Open)
+}
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
+  if (options.idempotency_ttl_s < 1) {
+    return InvalidArgument(fmt::format("database {}: idempotency_ttl_s must be >= 1, got {}", path,
+                                       options.idempotency_ttl_s));
+  }
+  if (options.keep_versions < 0) {
+    return InvalidArgument(fmt::format("database {}: keep_versions must be >= 0, got {}", path, options.keep_versions));
+  }
+  const bool file = path != ":memory:";
+  // The lock comes first: a second daemon must not even migrate the database.
+  int lock_fd = -1;
+  if (file) {
+    auto fd = LockDatabase(path, options.listen_address);
+    if (!fd) return tl::unexpected(fd.error());
+    lock_fd = *fd;
+  }
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);
+    if (lock_fd >= 0) ::close(lock_fd);
     return MakeError(ErrorCode::kIo, fmt::format("database {}: cannot open: {}", path, msg));
   }
   sqlite3_busy_timeout(db, 5000);
-  std::unique_ptr<Store> store(new Store(db, path, options));
+  std::unique_ptr<Store> store(new Store(db, path, std::move(options)));
+  store->lock_fd_ = lock_fd;
   // WAL: readers never block the writer; synchronous=FULL so an acknowledged
   // write survives a crash or power loss.
-  if (path != ":memory:") {
+  if (file) {
     if (auto st = store->Exec("PRAGMA journal_mode=WAL;"); !st) return tl::unexpected(st.error().Wrap(path));
   }
   if (auto st = store->Exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"); !st) {
     return tl::unexpected(st.error().Wrap(path));
   }
   if (auto st = store->Migrate(); !st) return tl::unexpected(st.error().Wrap(path));
+  if (file) {
+    // ProbeWrite's own connection, so that it never queues behind the
+    // mutex of a long read or write on the main one.
+    rc = sqlite3_open_v2(path.c_str(), &store->probe_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+      return MakeError(ErrorCode::kIo, fmt::format("database {}: cannot open a second connection: {}", path,
+                                                   store->probe_db_ ? sqlite3_errmsg(store->probe_db_)
+                                                                    : sqlite3_errstr(rc)));
+    }
+    sqlite3_busy_timeout(store->probe_db_, store->options_.probe_timeout_ms);
+    char* err = nullptr;
+    if (sqlite3_exec(store->probe_db_, "PRAGMA synchronous=FULL;", nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : sqlite3_errmsg(store->probe_db_);
+      sqlite3_free(err);
+      return MakeError(ErrorCode::kIo, fmt::format("database {}: {}", path, msg));
+    }
+  }
   return store;
+}
+
+int64_t Store::Now() const { return options_.clock ? options_.clock() : NowSeconds(); }
+
+Status Store::SetListenAddress(const std::string& address) {
+  std::lock_guard lock(mu_);
+  options_.listen_address = address;
+  if (lock_fd_ < 0) return {};
+  return WriteLockHolder(lock_fd_, path_, address);
+}
+
+Status Store::ProbeWrite() {
+  std::unique_lock<std::mutex> main_lock;
+  sqlite3* db = probe_db_;
+  if (!db) {  // ":memory:": the only connection
+    main_lock = std::unique_lock(mu_);
+    db = db_;
+  }
+  std::lock_guard lock(probe_mu_);
+  Stmt s(db, "INSERT INTO write_probe(id, at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at");
+  auto fail = [&](ErrorCode code, std::string_view detail) {
+    return MakeError(code, fmt::format("database {}: write probe: {}{}", path_, detail, sqlite3_errmsg(db)));
+  };
+  if (!s.ok()) return fail(ErrorCode::kIo, "");
+  s.Bind(1, Now());
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return {};
+  int primary = rc & 0xff;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) {
+    return fail(ErrorCode::kUnavailable, fmt::format("busy for more than {} ms: ", options_.probe_timeout_ms));
+  }
+  return fail(ErrorCode::kIo, "");
 }
 
 Status Store::Exec(const char* sql) {
@@ -248,7 +425,7 @@ Result<Store::PutResult> Store::PutDocument(DocumentInfo info, const std::string
   std::lock_guard lock(mu_);
   const std::string kind(DocKindName(info.kind));
   info.hash = ContentHash(body);
-  if (info.created_at == 0) info.created_at = NowSeconds();
+  if (info.created_at == 0) info.created_at = Now();
   if (auto st = Exec("BEGIN IMMEDIATE;"); !st) return tl::unexpected(st.error());
   auto rollback = [&](tl::unexpected<Error> e) {
     (void)Exec("ROLLBACK;");
@@ -273,14 +450,26 @@ Result<Store::PutResult> Store::PutDocument(DocumentInfo info, const std::string
   }
   {
     Stmt s(db_,
-           "INSERT INTO documents(kind, version, source, created_at, hash, items, links, body) "
-           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+           "INSERT INTO documents(kind, version, source, created_at, hash, items, links, body, principal) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     s.Bind(1, kind).Bind(2, latest + 1).Bind(3, info.source).Bind(4, info.created_at).Bind(5, info.hash);
-    s.Bind(6, info.items).Bind(7, info.links).Bind(8, body);
+    s.Bind(6, info.items).Bind(7, info.links).Bind(8, body).Bind(9, info.principal);
     if (s.Step() != SQLITE_DONE) return rollback(DbError(db_, "storing document"));
   }
   if (options_.keep_versions > 0) {
-    Stmt s(db_, "DELETE FROM documents WHERE kind = ? AND version <= ?");
+    // Beyond the newest keep_versions, a topology or jobs version stays
+    // while an assessment or plan, or an active drain, was made on it: every
+    // stored assessment can show its snapshot. (Indexed lookups per old
+    // version; the versions of ended drains become prunable on a later put.)
+    std::string referenced;
+    if (info.kind == DocKind::kTopology || info.kind == DocKind::kJobs) {
+      const char* column = info.kind == DocKind::kTopology ? "topology_version" : "jobs_version";
+      referenced = fmt::format(
+          " AND NOT EXISTS (SELECT 1 FROM assessments a WHERE a.{0} = documents.version)"
+          " AND NOT EXISTS (SELECT 1 FROM drains d WHERE d.ended_at IS NULL AND d.{0} = documents.version)",
+          column);
+    }
+    Stmt s(db_, fmt::format("DELETE FROM documents WHERE kind = ? AND version <= ?{}", referenced).c_str());
     s.Bind(1, kind).Bind(2, latest + 1 - options_.keep_versions);
     if (s.Step() != SQLITE_DONE) return rollback(DbError(db_, "pruning old versions"));
   }
@@ -289,7 +478,7 @@ Result<Store::PutResult> Store::PutDocument(DocumentInfo info, const std::string
 }
 
 namespace {
-constexpr const char* kDocColumns = "kind, version, source, created_at, hash, items, links";
+constexpr const char* kDocColumns = "kind, version, source, created_at, hash, items, links, principal";
 DocumentInfo ReadDocInfo(const Stmt& s) {
   DocumentInfo i;
   std::string kind = s.Text(0);
@@ -303,6 +492,7 @@ DocumentInfo ReadDocInfo(const Stmt& s) {
   i.hash = s.Text(4);
   i.items = s.Int(5);
   i.links = s.Int(6);
+  i.principal = s.Text(7);
   return i;
 }
 }  // namespace
@@ -323,7 +513,7 @@ Result<std::optional<Document>> Store::GetDocument(DocKind kind, int64_t version
   if (rc != SQLITE_ROW) return DbError(db_, "reading document");
   Document d;
   d.info = ReadDocInfo(s);
-  d.body = s.Text(7);
+  d.body = s.Text(8);
   return std::optional<Document>(std::move(d));
 }
 
@@ -342,20 +532,84 @@ Result<std::vector<DocumentInfo>> Store::ListDocuments(std::optional<DocKind> ki
   return out;
 }
 
+Status Store::PruneIdempotencyLocked(int64_t now) {
+  // Bounded, so that a write after a long idle period does not stall on a
+  // large backlog; the rest goes with later writes (Find ignores them anyway).
+  Stmt s(db_,
+         "DELETE FROM idempotency_keys WHERE rowid IN "
+         "(SELECT rowid FROM idempotency_keys WHERE created_at <= ? ORDER BY created_at LIMIT ?)");
+  s.Bind(1, now - options_.idempotency_ttl_s).Bind(2, static_cast<int64_t>(kIdempotencyPruneBatch));
+  if (s.Step() != SQLITE_DONE) return DbError(db_, "pruning expired idempotency keys");
+  return {};
+}
+
 Status Store::PutAssessment(const AssessmentRecord& r) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
-         "INSERT INTO assessments(id, created_at, kind, ticket, requested_by, topology_version, "
-         "jobs_version, verdict, idempotency_key, request, result) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-  s.Bind(1, r.id).Bind(2, r.created_at ? r.created_at : NowSeconds()).Bind(3, r.kind).Bind(4, r.ticket);
-  s.Bind(5, r.requested_by).Bind(6, r.topology_version).Bind(7, r.jobs_version).Bind(8, r.verdict);
-  s.BindNullIfEmpty(9, r.idempotency_key).Bind(10, r.request).Bind(11, r.result);
-  int rc = s.Step();
-  if (rc == SQLITE_CONSTRAINT) {
-    return MakeError(ErrorCode::kConflict, fmt::format("assessment '{}' or its idempotency key exists", r.id));
+  const int64_t now = Now();
+  const int64_t created_at = r.created_at ? r.created_at : now;
+  if (auto st = Exec("BEGIN IMMEDIATE;"); !st) return st;
+  auto rollback = [&](tl::unexpected<Error> e) -> Status {
+    (void)Exec("ROLLBACK;");
+    return e;
+  };
+  if (!r.idempotency_key.empty()) {
+    if (auto st = PruneIdempotencyLocked(now); !st) return rollback(tl::unexpected(st.error()));
+    Stmt s(db_, "SELECT record_id FROM idempotency_keys WHERE principal = ? AND key = ? AND created_at > ?");
+    s.Bind(1, r.principal).Bind(2, r.idempotency_key).Bind(3, now - options_.idempotency_ttl_s);
+    int rc = s.Step();
+    if (rc == SQLITE_ROW) {
+      return rollback(MakeError(ErrorCode::kConflict,
+                                fmt::format("idempotency key '{}' of {} is in use by '{}'", r.idempotency_key,
+                                            r.principal.empty() ? "this client" : r.principal, s.Text(0))));
+    }
+    if (rc != SQLITE_DONE) return rollback(DbError(db_, "reading idempotency key"));
   }
-  if (rc != SQLITE_DONE) return DbError(db_, "storing assessment");
+  {
+    Stmt s(db_,
+           "INSERT INTO assessments(id, created_at, kind, ticket, requested_by, topology_version, jobs_version, "
+           "verdict, idempotency_key, request, result, principal, idempotency_fingerprint) "
+           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    s.Bind(1, r.id).Bind(2, created_at).Bind(3, r.kind).Bind(4, r.ticket);
+    s.Bind(5, r.requested_by).Bind(6, r.topology_version).Bind(7, r.jobs_version).Bind(8, r.verdict);
+    s.BindNullIfEmpty(9, r.idempotency_key).Bind(10, r.request).Bind(11, r.result);
+    s.Bind(12, r.principal).Bind(13, r.idempotency_fingerprint);
+    int rc = s.Step();
+    if (rc == SQLITE_CONSTRAINT) {
+      return rollback(MakeError(ErrorCode::kConflict, fmt::format("assessment '{}' exists", r.id)));
+    }
+    if (rc != SQLITE_DONE) return rollback(DbError(db_, "storing assessment"));
+  }
+  if (!r.idempotency_key.empty()) {
+    // REPLACE: an expired entry for the same key that pruning has not
+    // reached yet is overwritten.
+    Stmt s(db_,
+           "INSERT OR REPLACE INTO idempotency_keys(principal, key, fingerprint, record_id, created_at) "
+           "VALUES (?,?,?,?,?)");
+    s.Bind(1, r.principal).Bind(2, r.idempotency_key).Bind(3, r.idempotency_fingerprint).Bind(4, r.id);
+    s.Bind(5, now);
+    if (s.Step() != SQLITE_DONE) return rollback(DbError(db_, "storing idempotency key"));
+  }
+  if (auto st = Exec("COMMIT;"); !st) return rollback(tl::unexpected(st.error()));
   return {};
+}
+
+Result<std::optional<IdempotencyEntry>> Store::FindIdempotency(const std::string& principal, const std::string& key,
+                                                               int64_t now) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_,
+         "SELECT principal, key, fingerprint, record_id, created_at FROM idempotency_keys "
+         "WHERE principal = ? AND key = ? AND created_at > ?");
+  s.Bind(1, principal).Bind(2, key).Bind(3, now - options_.idempotency_ttl_s);
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return std::optional<IdempotencyEntry>();
+  if (rc != SQLITE_ROW) return DbError(db_, "reading idempotency key");
+  IdempotencyEntry e;
+  e.principal = s.Text(0);
+  e.key = s.Text(1);
+  e.fingerprint = s.Text(2);
+  e.record_id = s.Text(3);
+  e.created_at = s.Int(4);
+  return std::optional<IdempotencyEntry>(std::move(e));
 }
 
 Result<std::optional<AssessmentRecord>> Store::GetAssessment(const std::string& id) {
@@ -370,7 +624,10 @@ Result<std::optional<AssessmentRecord>> Store::GetAssessment(const std::string& 
 
 Result<std::optional<AssessmentRecord>> Store::FindByIdempotencyKey(const std::string& key) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, fmt::format("SELECT {} FROM assessments WHERE idempotency_key = ?", kAssessmentColumns).c_str());
+  Stmt s(db_, fmt::format("SELECT {} FROM assessments WHERE idempotency_key = ? ORDER BY created_at DESC, rowid DESC "
+                          "LIMIT 1",
+                          kAssessmentColumns)
+                  .c_str());
   s.Bind(1, key);
   int rc = s.Step();
   if (rc == SQLITE_DONE) return std::optional<AssessmentRecord>();
@@ -395,11 +652,17 @@ Result<std::vector<AssessmentRecord>> Store::ListAssessments(const std::string& 
 
 Status Store::PutDrain(const DrainRecord& r) {
   std::lock_guard lock(mu_);
+  // Zero versions: the latest stored ones, read in the same statement.
   Stmt s(db_,
-         "INSERT INTO drains(id, ticket, requested_by, started_at, expected_end, ended_at, spec) "
-         "VALUES (?,?,?,?,?,?,?)");
-  s.Bind(1, r.id).Bind(2, r.ticket).Bind(3, r.requested_by).Bind(4, r.started_at ? r.started_at : NowSeconds());
-  s.Bind(5, r.expected_end).Bind(6, r.ended_at).Bind(7, r.spec);
+         "INSERT INTO drains(id, ticket, requested_by, started_at, expected_end, ended_at, spec, principal, "
+         "topology_version, jobs_version) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,"
+         "CASE WHEN ?9 > 0 THEN ?9 ELSE "
+         "(SELECT COALESCE(MAX(version), 0) FROM documents WHERE kind = 'topology') END,"
+         "CASE WHEN ?10 > 0 THEN ?10 ELSE "
+         "(SELECT COALESCE(MAX(version), 0) FROM documents WHERE kind = 'jobs') END)");
+  s.Bind(1, r.id).Bind(2, r.ticket).Bind(3, r.requested_by).Bind(4, r.started_at ? r.started_at : Now());
+  s.Bind(5, r.expected_end).Bind(6, r.ended_at).Bind(7, r.spec).Bind(8, r.principal);
+  s.Bind(9, r.topology_version).Bind(10, r.jobs_version);
   int rc = s.Step();
   if (rc == SQLITE_CONSTRAINT) return MakeError(ErrorCode::kConflict, fmt::format("drain '{}' exists", r.id));
   if (rc != SQLITE_DONE) return DbError(db_, "storing drain");
@@ -417,7 +680,8 @@ Result<bool> Store::EndDrain(const std::string& id, int64_t ended_at) {
 Result<std::vector<DrainRecord>> Store::ListDrains(bool active_only) {
   std::lock_guard lock(mu_);
   std::string sql = fmt::format(
-      "SELECT id, ticket, requested_by, started_at, expected_end, ended_at, spec FROM drains {} "
+      "SELECT id, ticket, requested_by, started_at, expected_end, ended_at, spec, principal, topology_version, "
+      "jobs_version FROM drains {} "
       "ORDER BY started_at, id",
       active_only ? "WHERE ended_at IS NULL" : "");
   Stmt s(db_, sql.c_str());
@@ -432,6 +696,9 @@ Result<std::vector<DrainRecord>> Store::ListDrains(bool active_only) {
     r.expected_end = s.OptInt(4);
     r.ended_at = s.OptInt(5);
     r.spec = s.Text(6);
+    r.principal = s.Text(7);
+    r.topology_version = s.Int(8);
+    r.jobs_version = s.Int(9);
     out.push_back(std::move(r));
   }
   if (rc != SQLITE_DONE) return DbError(db_, "listing drains");
@@ -443,7 +710,7 @@ Result<int64_t> Store::PutObservation(const ObservationRecord& r) {
   Stmt s(db_,
          "INSERT INTO observations(job_id, observed_at, iteration_s, predicted_s, drain_key, body) "
          "VALUES (?,?,?,?,?,?)");
-  s.Bind(1, r.job_id).Bind(2, r.observed_at ? r.observed_at : NowSeconds()).Bind(3, r.iteration_s);
+  s.Bind(1, r.job_id).Bind(2, r.observed_at ? r.observed_at : Now()).Bind(3, r.iteration_s);
   s.Bind(4, r.predicted_s).Bind(5, r.drain_key).Bind(6, r.body);
   if (s.Step() != SQLITE_DONE) return DbError(db_, "storing observation");
   return sqlite3_last_insert_rowid(db_);

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "advisor/calibration.h"
 #include "fabric/generator.h"
 #include "testing/fabrics.h"
@@ -86,4 +88,102 @@ TEST_CASE("too few observations is an error, not a guess") {
   auto r = advisor::FitCalibration(t, {1.0, 1.0}, {});
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error().message == "calibration needs at least 3 usable observations, got 2");
+}
+
+TEST_CASE("observed iteration times: finite, positive, at most 1e6 s; the error names the field") {
+  struct Case {
+    double v;
+    bool ok;
+  } cases[] = {{1.0, true},       {1e-9, true},      {1e6, true},        {0.0, false},
+               {-1.0, false},     {1e6 + 1, false},  {1e308, false},     {INFINITY, false},
+               {-INFINITY, false}, {NAN, false}};
+  for (const auto& c : cases) {
+    CAPTURE(c.v);
+    auto st = advisor::CheckObservedIteration(c.v, "observations[3].iteration_s");
+    CHECK(st.has_value() == c.ok);
+    if (!c.ok) {
+      CHECK(st.error().code == ErrorCode::kInvalidArgument);
+      CHECK(st.error().message.rfind("observations[3].iteration_s: must be a finite number of seconds in (0, 1e+06]",
+                                     0) == 0);
+    }
+  }
+}
+
+namespace {
+
+// Synthetic terms, no simulator: compute 0.1 s, no overlap, B = 0.01 i s,
+// H = 1000 (i mod 3 + 1), S = 500 (i mod 4 + 1), so the three parameters
+// are separable. Observed = the model with `truth`.
+struct Synthetic {
+  std::vector<advisor::ObservationTerms> terms;
+  std::vector<double> observed;
+};
+Synthetic Make(int n, const advisor::CalibrationParams& truth) {
+  Synthetic s;
+  for (int i = 1; i <= n; ++i) {
+    advisor::ObservationTerms t;
+    t.compute_s = 0.1;
+    t.bandwidth_s = 0.01 * i;
+    t.hop_steps = 1000.0 * (i % 3 + 1);
+    t.steps = 500.0 * (i % 4 + 1);
+    s.terms.push_back(t);
+    s.observed.push_back(t.Predict(truth));
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a fit that predicts held-out observations better than the parameters in force is applicable") {
+  advisor::CalibrationParams truth{0.8, 3e-6, 20e-6};
+  advisor::CalibrationParams in_force;  // defaults: 0.95, 1 us, 5 us
+  auto s = Make(12, truth);
+  auto fit = advisor::FitCalibration(s.terms, s.observed, in_force);
+  REQUIRE(fit.has_value());
+  CHECK(fit->folds == 5);
+  CHECK(fit->applicable);
+  CHECK(fit->not_applicable.empty());
+  CHECK(fit->holdout_rmse_s < fit->holdout_rmse_before_s);
+  // The parameters in force do not depend on the training folds: their
+  // held-out error is their error on all observations.
+  CHECK(fit->holdout_rmse_before_s == doctest::Approx(fit->rmse_before_s));
+  CHECK(fit->params.goodput == doctest::Approx(0.8).epsilon(1e-3));
+}
+
+TEST_CASE("a fit no better than the parameters in force on held-out observations is not applicable") {
+  // The observations are exactly what the parameters in force predict: a
+  // held-out fit cannot beat an error of zero.
+  advisor::CalibrationParams in_force{0.9, 2e-6, 10e-6};
+  auto s = Make(12, in_force);
+  auto fit = advisor::FitCalibration(s.terms, s.observed, in_force);
+  REQUIRE(fit.has_value());
+  CHECK_FALSE(fit->applicable);
+  CHECK(fit->not_applicable.find("does not predict held-out observations better") != std::string::npos);
+}
+
+TEST_CASE("a fit whose error figures are undefined is not applicable") {
+  auto s = Make(6, {});
+  // One term so large that its squared residual overflows: rmse is inf.
+  s.terms[2].compute_s = 1e200;
+  auto fit = advisor::FitCalibration(s.terms, s.observed, {});
+  REQUIRE(fit.has_value());
+  CHECK_FALSE(std::isfinite(fit->rmse_before_s));
+  CHECK_FALSE(fit->applicable);
+  CHECK(fit->not_applicable == "the fit's error figures are undefined (not finite)");
+}
+
+TEST_CASE("three observations fit but cannot be tested on held-out ones; out-of-range ones are not used") {
+  auto s = Make(3, {0.8, 3e-6, 20e-6});
+  // Stored before validation existed: 1e308 s and -1 s are not used.
+  s.terms.push_back(s.terms[0]);
+  s.observed.push_back(1e308);
+  s.terms.push_back(s.terms[0]);
+  s.observed.push_back(-1);
+  auto fit = advisor::FitCalibration(s.terms, s.observed, {});
+  REQUIRE(fit.has_value());
+  CHECK(fit->observations == 3);
+  CHECK(fit->folds == 0);
+  CHECK(std::isnan(fit->holdout_rmse_s));
+  CHECK_FALSE(fit->applicable);
+  CHECK(fit->not_applicable == "3 usable observations: at least 4 are needed to test the fit on held-out ones");
 }

@@ -1,5 +1,7 @@
 // Closed loop against the real daemon: observations in, a fitted
-// calibration out, used by the next assessments and kept across a restart.
+// calibration out, used by the next assessments and kept across a restart;
+// out-of-range observations refused; a fit applied only when it predicts
+// held-out observations better than the parameters in force.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -9,37 +11,67 @@
 using namespace drainwise;
 using nlohmann::json;
 
-TEST_CASE("observations, calibrate --apply, and the calibration in later assessments") {
-  std::string dir = testing::MakeTempDir();
-  testing::Daemon d({}, dir);
-  REQUIRE_MESSAGE(d.started(), d.log());
-  // What the model predicts now for a few jobs, undrained and with a spine
-  // drained; the "observed" times are 10% slower than predicted.
+namespace {
+
+const char* const kJobs[] = {"job-0001", "job-0002", "job-0003", "job-0005", "job-0006"};
+
+// What the model predicts now for a few jobs, undrained and with a spine
+// drained, asked of a throw-away daemon on the same demo fabric so that the
+// daemon under test stores only the observations the test means.
+std::vector<json> Predictions() {
+  testing::Daemon probe;
+  REQUIRE_MESSAGE(probe.started(), probe.log());
   json batch = json::array();
-  for (auto job : {"job-0001", "job-0002", "job-0003", "job-0005", "job-0006"}) {
+  for (auto job : kJobs) {
     batch.push_back({{"job", job}, {"iteration_s", 1.0}});
     batch.push_back({{"job", job}, {"iteration_s", 1.0}, {"drain", {{"switches", {"p0-spine1"}}}}});
   }
-  auto probe = d.Call("POST", "/v1/observations", json{{"observations", batch}}.dump());
-  REQUIRE(probe.status == 201);
-  json observed = json::array();
+  auto r = probe.Call("POST", "/v1/observations", json{{"observations", batch}}.dump());
+  REQUIRE(r.status == 201);
+  std::vector<json> out;
   for (size_t i = 0; i < batch.size(); ++i) {
-    double predicted = probe.Json()["stored"][i]["predicted_s"];
+    double predicted = r.Json()["stored"][i]["predicted_s"];
     REQUIRE(predicted > 0);
     json o = batch[i];
-    o["iteration_s"] = predicted * 1.1;
+    o["iteration_s"] = predicted;
+    out.push_back(o);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("observations, calibrate --apply, and the calibration in later assessments") {
+  auto predicted = Predictions();
+  std::string dir = testing::MakeTempDir();
+  testing::Daemon d({}, dir);
+  REQUIRE_MESSAGE(d.started(), d.log());
+  // The "observed" times are 10% slower than predicted.
+  json observed = json::array();
+  for (auto o : predicted) {
+    o["iteration_s"] = o["iteration_s"].get<double>() * 1.1;
     observed.push_back(o);
   }
   REQUIRE(d.Call("POST", "/v1/observations", observed.dump()).status == 201);
   auto before = d.Get("/v1/calibration").Json();
-  CHECK(before["observations"] == 20);
+  CHECK(before["observations"] == 10);
   CHECK(before["source"] == "configuration");
 
   std::string out, err;
   std::string server = "127.0.0.1:" + std::to_string(d.port());
   REQUIRE(testing::RunDrainwise({"calibrate", "--server", server}, &out, &err) == 0);
-  CHECK(out.find("not applied") != std::string::npos);
+  CHECK(out.find("not applied: run again with --apply") != std::string::npos);
   CHECK(d.Get("/v1/calibration").Json()["source"] == "configuration");
+  // Both held-out errors are reported; the fit's is the smaller (the
+  // parameters in force are 10% off on every observation).
+  auto fit = d.Call("POST", "/v1/calibration", R"({"apply":false})").Json();
+  CHECK(fit["holdout"]["folds"] == 5);
+  CHECK(fit["applicable"] == true);
+  CHECK(fit["holdout"]["rmse_s"].get<double>() < fit["holdout"]["rmse_before_s"].get<double>());
+  MESSAGE("held-out rmse: fitted " << fit["holdout"]["rmse_s"] << " s, in force " << fit["holdout"]["rmse_before_s"]
+                                   << " s");
+  CHECK(out.find("held-out rmse (5 folds)") != std::string::npos);
+
   REQUIRE(testing::RunDrainwise({"calibrate", "--server", server, "--apply"}, &out, &err) == 0);
   CHECK(out.find("applied (calibration v1)") != std::string::npos);
   auto after = d.Get("/v1/calibration").Json();
@@ -60,4 +92,56 @@ TEST_CASE("observations, calibrate --apply, and the calibration in later assessm
   REQUIRE_MESSAGE(again.started(), again.log());
   CHECK(again.Get("/v1/calibration").Json()["goodput"] == after["goodput"]);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("observations with non-finite, negative or out-of-range times are refused with 400 naming the field") {
+  testing::Daemon d;
+  REQUIRE_MESSAGE(d.started(), d.log());
+  // 1e308 s was accepted before; so were 1e6+ s.
+  for (std::string bad : {"1e308", "1000001", "-1", "0", "-0.5"}) {
+    CAPTURE(bad);
+    std::string body =
+        R"({"observations":[{"job":"job-0001","iteration_s":0.5},{"job":"job-0002","iteration_s":)" + bad + "}]}";
+    auto r = d.Call("POST", "/v1/observations", body);
+    CHECK(r.status == 400);
+    CHECK(r.headers["content-type"] == "application/problem+json");
+    std::string detail = r.Json().value("detail", "");
+    INFO(detail);
+    CHECK(detail.find("observations[1].iteration_s") != std::string::npos);
+    CHECK(detail.find("(0, 1e+06]") != std::string::npos);
+  }
+  // JSON has no NaN or infinity; a number that overflows a double is
+  // refused by the parser, naming it (tests/advisor covers non-finite values).
+  auto overflow = d.Call("POST", "/v1/observations", R"({"job":"job-0001","iteration_s":1e400})");
+  CHECK(overflow.status == 400);
+  CHECK(overflow.Json().value("detail", "").find("1e400") != std::string::npos);
+  // Nothing of a refused batch is stored, not even its valid first item.
+  CHECK(d.Get("/v1/observations").Json()["observations"].empty());
+  CHECK(d.Call("POST", "/v1/observations", R"({"job":"job-0001","iteration_s":1000000})").status == 201);
+}
+
+TEST_CASE("a fit that cannot be tested on held-out observations is not applied") {
+  auto predicted = Predictions();
+  testing::Daemon d;
+  REQUIRE_MESSAGE(d.started(), d.log());
+  json three = json::array();
+  for (int i = 0; i < 3; ++i) {
+    json o = predicted[i];
+    o["iteration_s"] = o["iteration_s"].get<double>() * 1.2;
+    three.push_back(o);
+  }
+  REQUIRE(d.Call("POST", "/v1/observations", three.dump()).status == 201);
+  auto r = d.Call("POST", "/v1/calibration", R"({"apply":true})");
+  REQUIRE(r.status == 200);
+  auto fit = r.Json();
+  CHECK(fit["applied"] == false);
+  CHECK(fit["applicable"] == false);
+  CHECK(fit["holdout"]["rmse_s"].is_null());  // undefined, reported as such
+  CHECK(fit["not_applicable"].get<std::string>().find("at least 4") != std::string::npos);
+  CHECK(d.Get("/v1/calibration").Json()["source"] == "configuration");
+  std::string out, err;
+  CHECK(testing::RunDrainwise({"calibrate", "--server", "127.0.0.1:" + std::to_string(d.port()), "--apply"}, &out,
+                              &err) == 1);
+  CHECK(out.find("not applied: 3 usable observations") != std::string::npos);
+  CHECK(d.Get("/v1/calibration").Json()["source"] == "configuration");
 }

@@ -97,13 +97,27 @@ TEST_CASE("a read-only (immutable) database: refused at start, 5xx while running
     REQUIRE(Chattr("+i", d.db_path()));
     REQUIRE(Chattr("+i", d.db_path() + "-wal"));
     auto w = d.Call("POST", "/v1/drains", R"({"drain":{"switches":["p0-spine2"]}})");
+    // The background write probe (every 2 s) notices on its own, with no
+    // request needed: it says so once, and /readyz says not ready (from the
+    // probe's last result: it never waits on the store).
+    bool noticed = testing::Eventually(
+        [&] { return d.log().find("database " + d.db_path() + ": write probe") != std::string::npos; },
+        std::chrono::seconds(10));
+    auto not_ready = d.Get("/readyz");
     Chattr("-i", d.db_path());
     Chattr("-i", d.db_path() + "-wal");
     CHECK(w.status >= 500);
     CHECK(w.headers["content-type"] == "application/problem+json");
+    CHECK(noticed);
+    CHECK(not_ready.status == 503);
+    CHECK(not_ready.Json().value("detail", "").find("the store cannot write") != std::string::npos);
+    CHECK(not_ready.Json().value("detail", "").find(d.db_path()) != std::string::npos);
     CHECK(d.Get("/healthz").status == 200);
     CHECK(d.Get("/v1/drains").status == 200);
     CHECK(d.Call("POST", "/v1/drains", R"({"drain":{"switches":["p0-spine3"]}})").status == 201);
+    CHECK(testing::Eventually([&] { return d.log().find("database writable again") != std::string::npos; },
+                              std::chrono::seconds(10)));
+    CHECK(d.Get("/readyz").status == 200);
     CHECK(d.Stop() == 0);
   }
   // An existing database made immutable: refused at start with its path.

@@ -179,12 +179,12 @@ TEST_CASE("ring all-reduce: bytes, step latency, and a drain that lengthens path
   // inter-host hop carries 2 (N-1)/N B / G = 2 * 3/4 * 1e9 / 2 = 0.75 GB
   // = 6e9 bits. Ring c: a.gpu c -> b.gpu c and b.gpu c -> a.gpu c, on NIC c,
   // so each NIC direction carries one flow at 100G: 0.06 s.
-  // Latency: 2 (N-1) = 6 steps x (hops x 1 us + 5 us); a.nic c -> r_c ->
-  // b.nic c is 2 hops: 6 x 7 us = 42 us.
+  // Latency: 2 (N-1) = 6 steps x (round trip 2 x hops x 1 us + 5 us);
+  // a.nic c -> r_c -> b.nic c is 2 hops: 6 x (4 + 5) us = 54 us.
   // Drain a's NIC 0 link: a's rail-0 flows fall back to NIC 1 (to b's NIC
   // 0: a -> r1 -> spine -> r0 -> b, 4 hops) and back (b -> r0 -> spine ->
   // r1 -> a). a's NIC 1 now carries 2 flows each way: 50G each, 0.12 s;
-  // latency 6 x (4 us + 5 us) = 54 us.
+  // latency 6 x (2 x 4 x 1 us + 5 us) = 6 x 13 us = 78 us.
   sim::FlowOptions o = sim::FlowOptions::Exact();
   o.per_hop_latency_s = 1e-6;
   o.per_message_overhead_s = 5e-6;
@@ -192,11 +192,11 @@ TEST_CASE("ring all-reduce: bytes, step latency, and a drain that lengthens path
   const auto& j = run.Job("ring");
   CHECK(j.flows == 4);
   CHECK(j.baseline.bandwidth_s == doctest::Approx(0.06));
-  CHECK(j.baseline.latency_s == doctest::Approx(42e-6));
-  CHECK(j.baseline.comm_s == doctest::Approx(0.06 + 42e-6));
+  CHECK(j.baseline.latency_s == doctest::Approx(54e-6));
+  CHECK(j.baseline.comm_s == doctest::Approx(0.06 + 54e-6));
   CHECK(j.baseline.max_hops == 2);
   CHECK(j.drained.bandwidth_s == doctest::Approx(0.12));
-  CHECK(j.drained.latency_s == doctest::Approx(54e-6));
+  CHECK(j.drained.latency_s == doctest::Approx(78e-6));
   CHECK(j.drained.max_hops == 4);
   CHECK(j.drained.connected);
 }
@@ -219,13 +219,14 @@ TEST_CASE("a host that loses every NIC cuts its job off, and the job takes no ca
 
 TEST_CASE("goodput scales capacities and is reported") {
   // One flow h0 -> h1 on one leaf, 100G NICs, 1 GB. goodput 0.8: 80G ->
-  // 0.1 s; one message step of 2 hops: 2 x 1 us + 5 us = 7 us.
+  // 0.1 s; one message step of 2 hops, a round trip: 2 x 2 x 1 us + 5 us
+  // = 9 us.
   auto o = sim::FlowOptions{};
   o.goodput = 0.8;
   o.hot_links_fabric_only = false;  // the NIC is the link to look at here
   auto run = flowtest::Simulate(flowtest::TwoByTwo(100, 100), Jobs({FlowsJob("j1", {{"h0", "h1", 1e9}})}), NoDrain(), o);
   CHECK(run.Job("j1").baseline.bandwidth_s == doctest::Approx(0.1));
-  CHECK(run.Job("j1").baseline.latency_s == doctest::Approx(7e-6));
+  CHECK(run.Job("j1").baseline.latency_s == doctest::Approx(9e-6));
   CHECK(run.report.model.goodput == 0.8);
   // Utilisation is against the usable capacity: the NIC is full.
   REQUIRE_FALSE(run.report.hot_links.empty());

@@ -161,7 +161,7 @@ void Api(const uint8_t* data, size_t size) {
   req.body = std::string(rest);
   req.peer = "127.0.0.1";
 
-  std::string route = server::Api(nullptr, nullptr).RouteName(req);
+  std::string route = server::Api(nullptr, nullptr).Route(req).RouteName();
   static const std::set<std::string> kNeedEngine = {
       "POST /v1/assessments", "GET /v1/assessments/{id}", "GET /v1/drain-candidates", "POST /v1/plans",
       "GET /v1/policy",       "PUT /v1/policy",           "POST /v1/observations",    "GET /v1/calibration",
@@ -174,7 +174,7 @@ void Api(const uint8_t* data, size_t size) {
   if (!state.PutBoth(SmallTopology(), SmallJobs(), "fuzz")) return;
   server::Api api(&state, nullptr);
   auto r = api.Handle(req);
-  (void)api.IsSlow(req);
+  (void)api.Route(req).admission;
   // Every answer is a status the server can write, and errors are problem+json.
   if (r.status < 200 || r.status > 599) __builtin_trap();
   if (r.status >= 400 && r.content_type != "application/problem+json") __builtin_trap();

@@ -168,7 +168,7 @@ TEST_CASE("active drains are recorded, applied to assessments, and ended") {
   CHECK(json::parse(f.Call("GET", "/v1/drains?all=true").body)["drains"].size() == 1);
 }
 
-TEST_CASE("query parsing and slow-route classification") {
+TEST_CASE("query parsing and admission classes") {
   auto q = server::ParseQuery("tier=spine&switches=a%2Cb&switches=c&x");
   CHECK(q["tier"] == "spine");
   CHECK(q["switches"] == "a,b,c");
@@ -177,12 +177,13 @@ TEST_CASE("query parsing and slow-route classification") {
   server::ApiRequest r;
   r.method = "POST";
   r.target = "/v1/assessments";
-  CHECK(f.api.IsSlow(r));
+  CHECK(f.api.Route(r).admission == server::Admission::kSimulation);
   r.method = "GET";
   r.target = "/healthz";
-  CHECK_FALSE(f.api.IsSlow(r));
+  CHECK(f.api.Route(r).admission == server::Admission::kInline);
   r.target = "/v1/assessments/a-1";
-  CHECK(f.api.RouteName(r) == "GET /v1/assessments/{id}");
+  CHECK(f.api.Route(r).RouteName() == "GET /v1/assessments/{id}");
+  CHECK(f.api.Route(r).admission == server::Admission::kRead);
 }
 
 TEST_CASE("observations are stored with the model's prediction; calibration reports the error") {

@@ -63,5 +63,6 @@ TEST_CASE("the console is public; the API it calls is not") {
   server::ApiRequest js;
   js.method = "GET";
   js.target = "/ui/console.js";
-  CHECK(api.RouteName(js) == "GET /ui/{file}");
+  CHECK(api.Route(js).RouteName() == "GET /ui/{file}");
+  CHECK(api.Route(js).admission == server::Admission::kInline);
 }

@@ -127,8 +127,8 @@ TEST_CASE("the table: one row per method and pattern, and only probes and consol
     FAIL("no route " << name);
     return Admission::kInline;
   };
-  for (const char* sim : {"POST /v1/assessments", "POST /v1/plans", "GET /v1/drain-candidates",
-                          "POST /v1/observations", "POST /v1/calibration"}) {
+  for (const char* sim : {"POST /v1/assessments", "POST /v1/plans", "GET /v1/drain-candidates", "POST /v1/observations",
+                          "POST /v1/calibration"}) {
     CHECK_MESSAGE(admission_of(sim) == Admission::kSimulation, sim);
   }
   for (const char* read : {"GET /v1/topology", "PUT /v1/topology", "GET /v1/jobs", "GET /v1/assessments",
@@ -149,9 +149,6 @@ TEST_CASE("every row is reached by its plain and its percent-encoded path alike"
       CHECK(rr.admission == row.admission);
       CHECK(rr.RouteName() == row.name());
       CHECK(rr.path == path);
-      // The transitional wrappers agree.
-      CHECK(api.IsSlow(rr.request) == (row.admission != Admission::kInline));
-      CHECK(api.RouteName(rr.request) == row.name());
     }
   }
   // The cases of issue 12: the encoded spellings run where the plain ones do.

@@ -11,7 +11,7 @@ TEST_CASE("documents are versioned; identical content is not a new version") {
   auto s = store::Store::Open(":memory:");
   REQUIRE(s.has_value());
   auto& st = **s;
-  CHECK(st.schema_version() == 2);
+  CHECK(st.schema_version() == 3);
   store::DocumentInfo info{store::DocKind::kTopology, 0, "api", 0, "", 10, 20};
   auto v1 = st.PutDocument(info, "{\"a\":1}");
   REQUIRE(v1.has_value());

@@ -9,6 +9,7 @@
 #include "report/table.h"
 #include "server/api.h"
 #include "server/routes/common.h"
+#include "server/routes/idempotency.h"
 
 namespace drainwise::server {
 
@@ -16,6 +17,7 @@ using nlohmann::json;
 using routing::Cell;
 
 namespace {
+
 json RecordJson(const store::AssessmentRecord& r) {
   json body = json::parse(r.result, nullptr, false);
   if (body.is_discarded() || !body.is_object()) body = json::object();
@@ -24,6 +26,7 @@ json RecordJson(const store::AssessmentRecord& r) {
               {"created_at", codec::FormatRfc3339(r.created_at)},
               {"ticket", r.ticket},
               {"requested_by", r.requested_by},
+              {"principal", r.principal},
               {"topology_version", r.topology_version},
               {"jobs_version", r.jobs_version}};
   json request = json::parse(r.request, nullptr, false);
@@ -34,29 +37,58 @@ json RecordJson(const store::AssessmentRecord& r) {
   }
   return out;
 }
+
+// The answer for a stored record: 201 when just made, 200 when replayed.
+ApiResponse RecordResponse(const RoutedRequest& rr, const Engine& engine, const store::AssessmentRecord& rec,
+                           bool replayed) {
+  json out = RecordJson(rec);
+  int status = replayed ? 200 : 201;
+  auto r = WantsText(rr.request, rr.query) ? TextResponse(status, engine.RenderText(rec.kind, out))
+                                           : JsonResponse(status, out);
+  r.headers.emplace_back("Location", "/v1/assessments/" + rec.id);
+  if (replayed) r.headers.emplace_back("Idempotent-Replayed", "true");
+  return r;
+}
+
+// What a request with an Idempotency-Key gets before any simulation: the
+// stored result when the principal used the key for this very request, a
+// 422 when for another one; nothing when the key is new (or expired).
+std::optional<ApiResponse> Replay(const RoutedRequest& rr, store::Store& store, const Engine& engine,
+                                  const routing::IdempotencyKey& key) {
+  auto entry = store.FindIdempotency(rr.principal, key.key, routing::NowSeconds());
+  if (!entry) return ErrorResponse(entry.error(), rr.path);
+  if (!*entry) return std::nullopt;
+  if ((*entry)->fingerprint != key.fingerprint) return routing::KeyReused(key.key, rr.path);
+  auto rec = store.GetAssessment((*entry)->record_id);
+  if (!rec) return ErrorResponse(rec.error(), rr.path);
+  if (!*rec) {
+    return ErrorResponse(Error{ErrorCode::kConflict, fmt::format("Idempotency-Key '{}' names record '{}', which is "
+                                                                 "no longer stored; use a new key",
+                                                                 key.key, (*entry)->record_id)},
+                         rr.path);
+  }
+  return RecordResponse(rr, engine, **rec, true);
+}
+
 }  // namespace
 
-ApiResponse Api::PostAssessment(const RoutedRequest& rr) {
+// Assessments and plans share the idempotency and storage steps; only the
+// engine call differs.
+ApiResponse Api::PostSimulation(const RoutedRequest& rr, std::string_view kind) {
   const ApiRequest& req = rr.request;
   auto body = routing::ParseBody(req);
   if (!body) return ErrorResponse(body.error(), rr.path);
   if (!body->is_object()) {
     return ErrorResponse(Error{ErrorCode::kInvalidArgument, "request body: expected an object"}, rr.path);
   }
-  std::string key = req.Header("idempotency-key");
-  if (!key.empty()) {
-    auto prior = state_->store().FindByIdempotencyKey(key);
-    if (!prior) return ErrorResponse(prior.error(), rr.path);
-    if (*prior) {
-      auto r = WantsText(req, rr.query) ? TextResponse(200, engine_->RenderText("assessment", RecordJson(**prior)))
-                                        : JsonResponse(200, RecordJson(**prior));
-      r.headers.emplace_back("Location", "/v1/assessments/" + (*prior)->id);
-      r.headers.emplace_back("Idempotent-Replayed", "true");
-      return r;
-    }
+  auto key = routing::ReadIdempotencyKey(rr);
+  if (!key) return ErrorResponse(key.error(), rr.path);
+  // Held until the record is stored, so a concurrent retry cannot simulate a second time.
+  auto hold = *key ? keys_in_flight_->Acquire(rr.principal, (*key)->key) : routing::KeysInFlight::Hold();
+  if (*key) {
+    if (!hold) return routing::KeyInFlight((*key)->key, rr.path);
+    if (auto replay = Replay(rr, state_->store(), *engine_, **key)) return *replay;
   }
-  auto snap = state_->snapshot();
-  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
   std::string ticket, requested_by;
   try {
     codec::ObjectReader r(*body, "");
@@ -65,29 +97,43 @@ ApiResponse Api::PostAssessment(const RoutedRequest& rr) {
   } catch (const codec::FieldError& e) {
     return ErrorResponse(Error{ErrorCode::kInvalidArgument, e.what()}, rr.path);
   }
-  auto result = engine_->Assess(Context(req, snap), *body);
+  auto snap = state_->snapshot();
+  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
+  bool plan = kind == "plan";
+  auto result = plan ? engine_->Plan(Context(req, snap), *body) : engine_->Assess(Context(req, snap), *body);
   if (!result) return ErrorResponse(result.error(), rr.path);
   store::AssessmentRecord rec;
-  rec.id = routing::NewId("a", sequence_);
+  rec.id = routing::NewId(plan ? "p" : "a", sequence_);
   rec.created_at = routing::NowSeconds();
-  rec.kind = "assessment";
+  rec.kind = std::string(kind);
   rec.ticket = ticket;
   rec.requested_by = requested_by;
+  rec.principal = rr.principal;
   rec.topology_version = snap->topology_version;
   rec.jobs_version = snap->jobs_version;
   rec.verdict = result->verdict;
-  rec.idempotency_key = key;
+  if (*key) {
+    rec.idempotency_key = (*key)->key;
+    rec.idempotency_fingerprint = (*key)->fingerprint;
+  }
   rec.request = body->dump();
   rec.result = result->body.dump();
-  if (auto st = state_->store().PutAssessment(rec); !st) return ErrorResponse(st.error(), rr.path);
-  if (hooks_.on_result) {
-    hooks_.on_result("assessment", rec.verdict, result->body.value("timings_ms", json::object()).value("total", 0.0) / 1e3);
+  if (auto st = state_->store().PutAssessment(rec); !st) {
+    // Another daemon thread or process stored the key first: answer as the draft says for a retry.
+    if (st.error().code == ErrorCode::kConflict && *key) {
+      if (auto replay = Replay(rr, state_->store(), *engine_, **key)) return *replay;
+    }
+    return ErrorResponse(st.error(), rr.path);
   }
-  json out = RecordJson(rec);
-  auto r = WantsText(req, rr.query) ? TextResponse(201, engine_->RenderText("assessment", out)) : JsonResponse(201, out);
-  r.headers.emplace_back("Location", "/v1/assessments/" + rec.id);
-  return r;
+  if (hooks_.on_result) {
+    hooks_.on_result(rec.kind, rec.verdict, result->body.value("timings_ms", json::object()).value("total", 0.0) / 1e3);
+  }
+  return RecordResponse(rr, *engine_, rec, false);
 }
+
+ApiResponse Api::PostAssessment(const RoutedRequest& rr) { return PostSimulation(rr, "assessment"); }
+
+ApiResponse Api::PostPlan(const RoutedRequest& rr) { return PostSimulation(rr, "plan"); }
 
 ApiResponse Api::GetAssessment(const RoutedRequest& rr) {
   const std::string& id = rr.Param("id");
@@ -106,10 +152,10 @@ ApiResponse Api::ListAssessments(const RoutedRequest& rr) {
   auto recs = state_->store().ListAssessments(ticket, limit);
   if (!recs) return ErrorResponse(recs.error(), rr.path);
   if (WantsText(rr.request, rr.query)) {
-    report::Table t({"ID", "CREATED", "KIND", "VERDICT", "TICKET", "REQUESTED_BY"});
+    report::Table t({"ID", "CREATED", "KIND", "VERDICT", "TICKET", "REQUESTED_BY", "PRINCIPAL"});
     for (const auto& r : *recs) {
       t.Add({Cell(r.id), codec::FormatRfc3339(r.created_at), Cell(r.kind), Cell(r.verdict), Cell(r.ticket),
-             Cell(r.requested_by)});
+             Cell(r.requested_by), Cell(r.principal)});
     }
     return TextResponse(200, t.Render());
   }
@@ -121,6 +167,7 @@ ApiResponse Api::ListAssessments(const RoutedRequest& rr) {
                  {"created_at", codec::FormatRfc3339(r.created_at)},
                  {"ticket", r.ticket},
                  {"requested_by", r.requested_by},
+                 {"principal", r.principal},
                  {"verdict", r.verdict},
                  {"topology_version", r.topology_version},
                  {"jobs_version", r.jobs_version}};
@@ -152,38 +199,6 @@ ApiResponse Api::DrainCandidates(const RoutedRequest& rr) {
   (*r)["jobs_version"] = snap->jobs_version;
   if (WantsText(rr.request, rr.query)) return TextResponse(200, engine_->RenderText("candidates", *r));
   return JsonResponse(200, *r);
-}
-
-ApiResponse Api::PostPlan(const RoutedRequest& rr) {
-  const ApiRequest& req = rr.request;
-  auto body = routing::ParseBody(req);
-  if (!body) return ErrorResponse(body.error(), rr.path);
-  if (!body->is_object()) {
-    return ErrorResponse(Error{ErrorCode::kInvalidArgument, "request body: expected an object"}, rr.path);
-  }
-  auto snap = state_->snapshot();
-  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
-  auto result = engine_->Plan(Context(req, snap), *body);
-  if (!result) return ErrorResponse(result.error(), rr.path);
-  store::AssessmentRecord rec;
-  rec.id = routing::NewId("p", sequence_);
-  rec.created_at = routing::NowSeconds();
-  rec.kind = "plan";
-  rec.ticket = body->value("ticket", "");
-  rec.requested_by = body->value("requested_by", "");
-  rec.topology_version = snap->topology_version;
-  rec.jobs_version = snap->jobs_version;
-  rec.verdict = result->verdict;
-  rec.request = body->dump();
-  rec.result = result->body.dump();
-  if (auto st = state_->store().PutAssessment(rec); !st) return ErrorResponse(st.error(), rr.path);
-  if (hooks_.on_result) {
-    hooks_.on_result("plan", rec.verdict, result->body.value("timings_ms", json::object()).value("total", 0.0) / 1e3);
-  }
-  json out = RecordJson(rec);
-  auto r = WantsText(req, rr.query) ? TextResponse(201, engine_->RenderText("plan", out)) : JsonResponse(201, out);
-  r.headers.emplace_back("Location", "/v1/assessments/" + rec.id);
-  return r;
 }
 
 }  // namespace drainwise::server

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "advisor/calibration.h"
 #include "codec/json_reader.h"
 #include "codec/native.h"
 #include "server/api.h"
@@ -44,7 +45,9 @@ ApiResponse Api::PostObservations(const RoutedRequest& rr) {
       r.RejectUnknown({"job", "iteration_s", "observed_at", "drain"});
       rec.job_id = r.String("job");
       rec.iteration_s = r.Number("iteration_s");
-      if (!(rec.iteration_s > 0)) throw codec::FieldError(r.Child("iteration_s"), "must be > 0");
+      if (auto ok = advisor::CheckObservedIteration(rec.iteration_s, r.Child("iteration_s")); !ok) {
+        return ErrorResponse(ok.error(), rr.path);
+      }
       if (r.Has("observed_at")) {
         auto t = codec::ParseRfc3339(r.String("observed_at"));
         if (!t) throw codec::FieldError(r.Child("observed_at"), "not an RFC 3339 time");
@@ -155,10 +158,11 @@ ApiResponse Api::PostCalibration(const RoutedRequest& rr) {
   if (!recs) return ErrorResponse(recs.error(), rr.path);
   auto fit = engine_->Calibrate(Context(rr.request, snap), *recs, apply);
   if (!fit) return ErrorResponse(fit.error(), rr.path);
-  if (apply && fit->contains("calibration")) {
+  if (fit->value("applied", false)) {
     store::DocumentInfo info;
     info.kind = store::DocKind::kCalibration;
     info.source = "fit";
+    info.principal = rr.principal;
     auto put = state_->store().PutDocument(info, (*fit)["calibration"].dump());
     if (!put) return ErrorResponse(put.error(), rr.path);
     (*fit)["version"] = put->version;
@@ -173,6 +177,7 @@ ApiResponse Api::PutCalibration(const RoutedRequest& rr) {
   store::DocumentInfo info;
   info.kind = store::DocKind::kCalibration;
   info.source = routing::ApiSource(rr.request);
+  info.principal = rr.principal;
   auto put = state_->store().PutDocument(info, body->dump());
   if (!put) return ErrorResponse(put.error(), rr.path);
   return JsonResponse(put->created ? 201 : 200, {{"version", put->version}, {"created", put->created}});

@@ -12,8 +12,7 @@
 namespace drainwise::server::routing {
 
 int64_t NowSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string NewId(std::string_view prefix, std::atomic<uint64_t>& seq) {
@@ -38,9 +37,9 @@ ApiResponse ProblemResponse(int status, std::string_view slug, std::string_view 
   ApiResponse r;
   r.status = status;
   r.content_type = std::string(kProblemContentType);
-  r.body = ProblemJson(status, slug, title, detail, instance)
-               .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-           "\n";
+  r.body =
+      ProblemJson(status, slug, title, detail, instance).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+      "\n";
   return r;
 }
 
@@ -60,13 +59,23 @@ std::string EscapeControl(std::string_view text) {
       }
     }
     switch (c) {
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\\': out += "\\\\"; break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
       default:
-        if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
-        else out.push_back(c);
+        if (u < 0x20 || u == 0x7f)
+          out += fmt::format("\\x{:02x}", u);
+        else
+          out.push_back(c);
     }
   }
   return out;

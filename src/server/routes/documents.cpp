@@ -84,6 +84,7 @@ ApiResponse Api::GetSnapshots(const RoutedRequest& rr) {
     json v = {{"kind", store::DocKindName(d.kind)},
               {"version", d.version},
               {"source", d.source},
+              {"principal", d.principal},
               {"created_at", codec::FormatRfc3339(d.created_at)},
               {"hash", d.hash}};
     if (d.kind == store::DocKind::kTopology) {
@@ -117,9 +118,10 @@ ApiResponse Api::GetSnapshots(const RoutedRequest& rr) {
                         current["jobs_version"].get<int64_t>(), current["jobs"].get<size_t>(),
                         current["dropped_jobs"].size());
     }
-    report::Table t({"KIND", "VERSION", "CREATED", "SOURCE", "ITEMS"});
+    report::Table t({"KIND", "VERSION", "CREATED", "SOURCE", "PRINCIPAL", "ITEMS"});
     for (const auto& v : versions) {
-      t.Add({v["kind"], std::to_string(v["version"].get<int64_t>()), v["created_at"], Cell(v["source"].get<std::string>()),
+      t.Add({v["kind"], std::to_string(v["version"].get<int64_t>()), v["created_at"],
+             Cell(v["source"].get<std::string>()), Cell(v["principal"].get<std::string>()),
              std::to_string(v.contains("nodes") ? v["nodes"].get<int64_t>() : v["items"].get<int64_t>())});
     }
     return TextResponse(200, out + t.Render());
@@ -136,6 +138,7 @@ ApiResponse Api::PutPolicy(const RoutedRequest& rr) {
   store::DocumentInfo info;
   info.kind = store::DocKind::kPolicy;
   info.source = routing::ApiSource(rr.request);
+  info.principal = rr.principal;
   auto put = state_->store().PutDocument(info, body->dump());
   if (!put) return ErrorResponse(put.error(), rr.path);
   return JsonResponse(put->created ? 201 : 200, {{"version", put->version}, {"created", put->created}});

@@ -18,6 +18,7 @@ json DrainJson(const store::DrainRecord& r) {
   json out = {{"id", r.id},
               {"ticket", r.ticket},
               {"requested_by", r.requested_by},
+              {"principal", r.principal},
               {"started_at", codec::FormatRfc3339(r.started_at)},
               {"drain", spec.is_discarded() ? json() : spec}};
   out["expected_end"] = r.expected_end ? json(codec::FormatRfc3339(*r.expected_end)) : json();
@@ -52,6 +53,7 @@ ApiResponse Api::PostDrain(const RoutedRequest& rr) {
   } catch (const codec::FieldError& e) {
     return ErrorResponse(Error{ErrorCode::kInvalidArgument, e.what()}, rr.path);
   }
+  rec.principal = rr.principal;
   rec.id = routing::NewId("d", sequence_);
   rec.started_at = routing::NowSeconds();
   if (auto st = state_->store().PutDrain(rec); !st) return ErrorResponse(st.error(), rr.path);
@@ -67,11 +69,12 @@ ApiResponse Api::ListDrains(const RoutedRequest& rr) {
   auto recs = state_->store().ListDrains(!all);
   if (!recs) return ErrorResponse(recs.error(), rr.path);
   if (WantsText(rr.request, rr.query)) {
-    report::Table t({"ID", "STARTED", "EXPECTED_END", "ENDED", "TICKET", "DRAIN"});
+    report::Table t({"ID", "STARTED", "EXPECTED_END", "ENDED", "TICKET", "REQUESTED_BY", "PRINCIPAL", "DRAIN"});
     for (const auto& r : *recs) {
       t.Add({Cell(r.id), codec::FormatRfc3339(r.started_at),
              r.expected_end ? codec::FormatRfc3339(*r.expected_end) : "-",
-             r.ended_at ? codec::FormatRfc3339(*r.ended_at) : "-", Cell(r.ticket), Cell(r.spec)});
+             r.ended_at ? codec::FormatRfc3339(*r.ended_at) : "-", Cell(r.ticket), Cell(r.requested_by),
+             Cell(r.principal), Cell(r.spec)});
     }
     return TextResponse(200, t.Render());
   }

@@ -18,15 +18,9 @@ int HexValue(char c) {
 // RFC 3986 pchar without pct-encoded: unreserved / sub-delims / ':' / '@'.
 bool IsRawPathChar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  switch (c) {
-    case '-': case '.': case '_': case '~':                                  // unreserved
-    case '!': case '$': case '&': case '\'': case '(': case ')': case '*':  // sub-delims
-    case '+': case ',': case ';': case '=':
-    case ':': case '@':
-      return true;
-    default:
-      return false;
-  }
+  constexpr std::string_view kUnreserved = "-._~", kSubDelims = "!$&'()*+,;=", kOther = ":@";
+  return kUnreserved.find(c) != std::string_view::npos || kSubDelims.find(c) != std::string_view::npos ||
+         kOther.find(c) != std::string_view::npos;
 }
 
 bool IsControl(unsigned char c) { return c < 0x20 || c == 0x7f; }
@@ -42,8 +36,8 @@ Result<std::string> Decode(std::string_view s, std::string_view part, bool plus_
       int hi = i + 1 < s.size() ? HexValue(s[i + 1]) : -1;
       int lo = i + 2 < s.size() ? HexValue(s[i + 2]) : -1;
       if (hi < 0 || lo < 0) {
-        return InvalidArgument(fmt::format("{}: invalid percent-encoding '{}': '%' must start two hex digits", part,
-                                           s.substr(i, 3)));
+        return InvalidArgument(
+            fmt::format("{}: invalid percent-encoding '{}': '%' must start two hex digits", part, s.substr(i, 3)));
       }
       out.push_back(static_cast<char>(hi * 16 + lo));
       i += 2;
@@ -72,8 +66,8 @@ Result<std::string> NormalisePath(std::string_view raw) {
   for (size_t i = 0; i < raw.size(); ++i) {
     char c = raw[i];
     if (c == '/' || c == '%' || IsRawPathChar(c)) continue;
-    return InvalidArgument(fmt::format("path: byte 0x{:02x} at offset {} must be percent-encoded",
-                                       static_cast<unsigned char>(c), i));
+    return InvalidArgument(
+        fmt::format("path: byte 0x{:02x} at offset {} must be percent-encoded", static_cast<unsigned char>(c), i));
   }
   // Decode segment by segment so an encoded '/' is seen for what it is.
   std::string path;
@@ -111,8 +105,8 @@ Result<std::string> NormalisePath(std::string_view raw) {
 
 Result<Target> NormaliseTarget(std::string_view target) {
   if (target.empty() || target.front() != '/') {
-    return InvalidArgument(fmt::format("target '{}': expected an absolute path starting with '/' (origin-form)",
-                                       target.substr(0, 64)));
+    return InvalidArgument(
+        fmt::format("target '{}': expected an absolute path starting with '/' (origin-form)", target.substr(0, 64)));
   }
   size_t q = target.find('?');
   Target out;

@@ -1,0 +1,203 @@
+// Hash routing (`hash`, `hash-rehash`): each rank-level flow pinned to one
+// ECMP path by a seeded per-hop hash; flows of a demand on the same path
+// are one aggregate, and the fabric part of each distinct path is a class.
+#include <algorithm>
+#include <unordered_map>
+
+#include "model/units.h"
+#include "sim/flow_sim_state.h"
+
+namespace drainwise::sim {
+
+void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom& from, uint64_t seed,
+                                     Scenario& sc) const {
+  const Scenario* base = from.previous_paths;
+  const bool resilient = options.routing == FlowRouting::kHashResilient && base != nullptr;
+  const auto& demands = workload.demands;
+  std::vector<int16_t> src_nics, dst_nics;
+  for (const FlowDemand& d : demands) RegisterDemand(d, mask, sc.table, src_nics, dst_nics);
+  ComputeClasses(*index, mask, from.routes ? from.routes : from.reuse ? &from.reuse->table : nullptr,
+                 from.routes != nullptr, false, true,
+                 sc.table);
+
+  const size_t nd = demands.size();
+  sc.demand_hops.assign(nd, 0);
+  sc.demand_changed.assign(nd, 0);
+  sc.demand_seed_free.assign(nd, 0);
+  sc.job_connected.assign(snapshot->jobs->size(), 1);
+
+  // Candidate next hops of `node` in a class's DAG (links sorted by from).
+  auto out_links = [](const RouteTable& table, const RouteTable::Class& c, uint32_t node) {
+    auto all = table.LinksOf(c);
+    auto lo = std::lower_bound(all.begin(), all.end(), node, [](const ClassLink& l, uint32_t n) { return l.from < n; });
+    auto hi = std::upper_bound(lo, all.end(), node, [](uint32_t n, const ClassLink& l) { return n < l.from; });
+    return std::span<const ClassLink>(&*lo, static_cast<size_t>(hi - lo));
+  };
+  // Per-hop hashing along a class DAG from `from` to `to`. Resilient: keep
+  // the baseline choice at a hop while it is still a next hop.
+  auto walk = [&](const RouteTable::Class& c, const RouteTable::Class* bc, uint32_t from, uint32_t to,
+                  uint64_t flow_hash, std::vector<uint32_t>& path) {
+    uint32_t node = from;
+    for (int guard = 0; node != to && guard < 64; ++guard) {
+      auto cand = out_links(sc.table, c, node);
+      if (cand.empty()) break;
+      const uint64_t h = Mix(flow_hash ^ (static_cast<uint64_t>(node) * 0x9E3779B97F4A7C15ull));
+      const ClassLink* pick = &cand[h % cand.size()];
+      // A route the drain left alone is the baseline's (same span): same pick.
+      if (resilient && bc != nullptr && bc->links.data() != c.links.data()) {
+        auto bcand = out_links(base->table, *bc, node);
+        if (!bcand.empty()) {
+          const ClassLink& was = bcand[h % bcand.size()];
+          auto it = std::find_if(cand.begin(), cand.end(), [&](const ClassLink& l) { return l.directed == was.directed; });
+          pick = it != cand.end() ? &*it : &cand[Mix(h) % cand.size()];
+        }
+      }
+      path.push_back(pick->directed);
+      node = pick->to;
+    }
+  };
+
+  FluidProblem& p = sc.problem;
+  p.capacity_bps = sc.capacity_bps;
+  // Most demands keep one aggregate (flows inside a leaf): size for that.
+  p.weight.reserve(nd);
+  p.bits.reserve(nd);
+  p.private_offsets.reserve(nd + 1);
+  p.term_offsets.reserve(nd + 1);
+  p.private_links.reserve(2 * nd);
+  sc.agg_demand.reserve(nd);
+  std::vector<uint32_t> flat, off, order;
+  struct PairChoice {
+    int16_t s, t;
+    const RouteTable::Class* c;
+  };
+  std::vector<PairChoice> pairs;
+  std::vector<LinkShare> links;
+  std::vector<ClassTerm> path_terms;
+  // Distinct fabric paths, by hash: the first class with a hash, and a chain
+  // of the others with the same hash (class_next, per class).
+  std::unordered_map<uint64_t, uint32_t> path_classes;
+  path_classes.reserve(nd);
+  std::vector<uint32_t> class_next;
+  class_next.reserve(nd);
+  std::vector<LinkShare> class_links;
+  auto PathClass = [&](std::span<const uint32_t> path) -> uint32_t {
+    uint64_t h = 0x243F6A8885A308D3ull;
+    for (uint32_t l : path) h = Mix(h ^ l);
+    auto [it, inserted] = path_classes.try_emplace(h, kNoLink);
+    uint32_t last = kNoLink;  // the chain's last class
+    for (uint32_t c = it->second; c != kNoLink; c = class_next[c]) {
+      const auto& cl = p.classes[c];
+      if (cl.size() == path.size() &&
+          std::equal(path.begin(), path.end(), cl.begin(), [](uint32_t l, const LinkShare& x) { return l == x.link; })) {
+        return c;
+      }
+      last = c;
+    }
+    class_links.clear();
+    for (uint32_t l : path) class_links.push_back({l, 1.0});
+    const uint32_t c = p.AddClass(class_links);
+    class_next.resize(c + 1, kNoLink);
+    (last == kNoLink ? it->second : class_next[last]) = c;
+    return c;
+  };
+  for (size_t i = 0; i < nd; ++i) {
+    const FlowDemand& d = demands[i];
+    flat.clear();
+    off.assign(1, 0);
+    bool ok = true;
+    if (d.src_nic == kAllNics) {
+      const uint64_t key = RouteTable::HostKey(d.src, d.dst);
+      const RouteTable::Class* c = sc.table.Find(key);
+      ok = c != nullptr && c->connected;
+      sc.demand_changed[i] = !ok || !c->clean;
+      const RouteTable::Class* bc = resilient ? base->table.Find(key) : nullptr;
+      for (uint32_t k = 0; ok && k < d.multiplicity; ++k) {
+        walk(*c, bc, d.src, d.dst, Hash(seed, i, k, 0), flat);
+        off.push_back(static_cast<uint32_t>(flat.size()));
+      }
+    } else {
+      UsableNics(topo(), mask, d.src, d.src_nic, src_nics);
+      UsableNics(topo(), mask, d.dst, d.dst_nic, dst_nics);
+      // Changed (from the baseline of the same seed): another NIC, or a
+      // route the drain touches; otherwise every hash picks as it did.
+      bool changed =
+          src_nics.size() != 1 || src_nics[0] != d.src_nic || dst_nics.size() != 1 || dst_nics[0] != d.dst_nic;
+      pairs.clear();
+      for (int16_t s : src_nics) {
+        for (int16_t t : dst_nics) {
+          uint32_t a = NicSwitch(topo(), d.src, s), b = NicSwitch(topo(), d.dst, t);
+          const RouteTable::Class* c = a == b ? nullptr : sc.table.Find(RouteTable::SwitchKey(a, b));
+          if (a != b && (c == nullptr || !c->connected)) continue;
+          pairs.push_back({s, t, c});
+          changed = changed || (c != nullptr && !c->clean);
+        }
+      }
+      ok = !pairs.empty();
+      sc.demand_changed[i] = !ok || changed;
+      if (ok && pairs.size() == 1 && pairs[0].c == nullptr) {
+        // Both NICs on one switch: a single path, nothing to hash.
+        links.clear();
+        links.push_back({NicLinkUp(topo(), d.src, pairs[0].s), 1.0});
+        links.push_back({NicLinkDown(topo(), d.dst, pairs[0].t), 1.0});
+        p.AddAggregate(d.multiplicity, units::BitsFromBytes(d.bytes), links, {});
+        sc.agg_demand.push_back(static_cast<uint32_t>(i));
+        sc.demand_hops[i] = 2;
+        sc.demand_seed_free[i] = 1;
+        continue;
+      }
+      for (uint32_t k = 0; ok && k < d.multiplicity; ++k) {
+        const uint64_t fh = Hash(seed, i, k, 0);
+        const PairChoice& pc = pairs.size() == 1 ? pairs[0] : pairs[Mix(fh ^ 0xA5A5A5A5ull) % pairs.size()];
+        flat.push_back(NicLinkUp(topo(), d.src, pc.s));
+        if (pc.c != nullptr) {
+          const RouteTable::Class* bc = resilient ? base->table.Find(pc.c->key) : nullptr;
+          walk(*pc.c, bc, NicSwitch(topo(), d.src, pc.s), NicSwitch(topo(), d.dst, pc.t), fh, flat);
+        }
+        flat.push_back(NicLinkDown(topo(), d.dst, pc.t));
+        off.push_back(static_cast<uint32_t>(flat.size()));
+      }
+    }
+    if (!ok) {
+      sc.job_connected[d.job] = 0;
+      continue;
+    }
+    // Flows of the demand on the same path are one aggregate.
+    const size_t nflows = off.size() - 1;
+    order.resize(nflows);
+    for (uint32_t k = 0; k < nflows; ++k) order[k] = k;
+    auto path_of = [&](uint32_t k) {
+      return std::span<const uint32_t>(flat.data() + off[k], flat.data() + off[k + 1]);
+    };
+    std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+      auto px = path_of(x), py = path_of(y);
+      return std::lexicographical_compare(px.begin(), px.end(), py.begin(), py.end());
+    });
+    for (size_t k = 0; k < nflows;) {
+      size_t e = k + 1;
+      auto pk = path_of(order[k]);
+      while (e < nflows && std::ranges::equal(path_of(order[e]), pk)) ++e;
+      // NIC links private; the fabric part is a class shared by every flow
+      // hashed onto the same path, so the solver can tell links that can
+      // never saturate (and split the fabric into independent components).
+      links.clear();
+      links.push_back({pk.front(), 1.0});
+      links.push_back({pk.back(), 1.0});
+      path_terms.clear();
+      if (pk.size() > 2) path_terms.push_back({PathClass(pk.subspan(1, pk.size() - 2)), 1.0});
+      p.AddAggregate(static_cast<double>(e - k), units::BitsFromBytes(d.bytes), links, path_terms);
+      sc.agg_demand.push_back(static_cast<uint32_t>(i));
+      sc.demand_hops[i] = std::max<uint16_t>(sc.demand_hops[i], static_cast<uint16_t>(pk.size()));
+      k = e;
+    }
+  }
+  // A cut-off job takes no capacity.
+  for (size_t a = 0; a < p.aggregate_count(); ++a) {
+    if (!sc.job_connected[demands[sc.agg_demand[a]].job]) {
+      p.bits[a] = 0;
+      sc.demand_hops[sc.agg_demand[a]] = 0;
+    }
+  }
+}
+
+}  // namespace drainwise::sim

@@ -1,0 +1,121 @@
+#include "sim/flow_routes.h"
+
+#include <algorithm>
+
+namespace drainwise::sim {
+
+// NICs an endpoint uses: the named one while it is up, otherwise every other
+// NIC of the host that is up (the fallback of docs/model.md).
+void UsableNics(const model::Topology& topo, const model::DrainMask& mask, uint32_t host, int16_t nic,
+                std::vector<int16_t>& out) {
+  out.clear();
+  auto nics = topo.neighbors(NodeId(host));
+  if (mask.node_down(NodeId(host))) return;
+  if (nic >= 0 && static_cast<size_t>(nic) < nics.size() && NicUp(mask, nics[nic])) {
+    out.push_back(nic);
+    return;
+  }
+  for (size_t i = 0; i < nics.size(); ++i) {
+    if (static_cast<int>(i) != nic && NicUp(mask, nics[i])) out.push_back(static_cast<int16_t>(i));
+  }
+}
+
+bool ClassTouchesDrain(const RouteTable::Class& c, const model::DrainMask& mask) {
+  for (const ClassLink& l : c.links) {
+    if (mask.link_down(LinkOfDirected(l.directed)) || mask.node_down(NodeId(l.from)) || mask.node_down(NodeId(l.to))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline,
+                    bool same_mask, bool per_path, bool sort_by_from, RouteTable& table) {
+  std::vector<uint32_t> todo;
+  for (uint32_t i = 0; i < table.classes.size(); ++i) {
+    RouteTable::Class& c = table.classes[i];
+    if (c.computed) continue;
+    if (baseline != nullptr) {
+      const RouteTable::Class* b = baseline->Find(c.key);
+      if (b != nullptr && b->computed && b->connected && !ClassTouchesDrain(*b, mask)) {
+        c.computed = true;
+        c.connected = true;
+        c.clean = same_mask ? b->clean : true;
+        c.hops = b->hops;
+        c.links = b->links;
+        c.shares = b->shares;
+        continue;
+      }
+    }
+    todo.push_back(i);
+  }
+  // Group by destination: the switch for NIC classes, the host for explicit.
+  auto dest_of = [&](uint32_t i) -> uint64_t {
+    const RouteTable::Class& c = table.classes[i];
+    return (c.key & kExplicitKey) | (c.key & 0x7FFFFFFFull);
+  };
+  std::sort(todo.begin(), todo.end(), [&](uint32_t x, uint32_t y) {
+    uint64_t dx = dest_of(x), dy = dest_of(y);
+    return dx != dy ? dx < dy : x < y;
+  });
+  PathTree tree, own_tree;
+  RouteWorkspace ws;
+  auto dst_attachment = [&](const RouteTable::Class& c) {
+    return c.rep_dst_nic == kAllNics ? index.HostAttachment(NodeId(c.rep_dst))
+                                     : index.NicAttachment(NodeId(c.rep_dst), static_cast<size_t>(c.rep_dst_nic));
+  };
+  auto src_attachment = [&](const RouteTable::Class& c) {
+    return c.rep_src_nic == kAllNics ? index.HostAttachment(NodeId(c.rep_src))
+                                     : index.NicAttachment(NodeId(c.rep_src), static_cast<size_t>(c.rep_src_nic));
+  };
+  // The BFS of a destination's tree stops once the switches of all its
+  // sources are reached: a same-pod leaf pair costs a pod, not the fabric.
+  std::vector<uint32_t> targets;
+  auto add_targets = [&](const RouteTable::Class& c) {
+    for (const model::Adjacency& nic : src_attachment(c).nics) targets.push_back(nic.peer.value);
+  };
+  uint64_t tree_dest = UINT64_MAX;
+  for (size_t k = 0; k < todo.size(); ++k) {
+    const uint32_t i = todo[k];
+    RouteTable::Class& c = table.classes[i];
+    if (dest_of(i) != tree_dest) {
+      targets.clear();
+      for (size_t m = k; m < todo.size() && dest_of(todo[m]) == dest_of(i); ++m) add_targets(table.classes[todo[m]]);
+      tree.BuildUntil(index, mask, dst_attachment(c), targets);
+      tree_dest = dest_of(i);
+    }
+    const PathTree* t = &tree;
+    if (tree.destination().host.value == c.rep_src) {  // a host on both switches: route to its own rep
+      targets.clear();
+      add_targets(c);
+      own_tree.BuildUntil(index, mask, dst_attachment(c), targets);
+      t = &own_tree;
+    }
+    PairRoute r = ws.Route(index, mask, *t, src_attachment(c));
+    c.computed = true;
+    c.connected = r.connected;
+    if (r.connected) {
+      const bool nic_class = (c.key & kExplicitKey) == 0;
+      c.hops = static_cast<uint16_t>(nic_class ? r.hops - 2 : r.hops);
+      auto& links = table.own_links.emplace_back();
+      auto& shares = table.own_shares.emplace_back();
+      for (const DagLink& l : ws.links()) {
+        if (nic_class && (index.is_host(NodeId(l.from)) || index.is_host(NodeId(l.to)))) continue;
+        links.push_back({l.from, l.to, l.directed, l.hop_share, l.path_share});
+      }
+      if (sort_by_from) {
+        std::sort(links.begin(), links.end(), [](const ClassLink& x, const ClassLink& y) {
+          return x.from != y.from ? x.from < y.from : x.directed < y.directed;
+        });
+      }
+      for (const ClassLink& l : links) {
+        const double share = per_path ? l.path_share : l.hop_share;
+        if (share > 0) shares.push_back({l.directed, share});
+      }
+      c.links = links;
+      c.shares = shares;
+    }
+  }
+}
+
+}  // namespace drainwise::sim

@@ -1,0 +1,121 @@
+// Route classes of the flow-level simulator (internal to sim/): the routes
+// between switch pairs (NIC-to-NIC flows: the fabric between the two NICs'
+// switches, shared by every host behind them) and between host pairs
+// (explicit flows), computed once per mask and shared by every demand, every
+// seed and, where a drain leaves them unchanged, every drained run.
+//
+// Also the NIC helpers and the platform-independent hash of the hash modes.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "model/drain.h"
+#include "model/topology.h"
+#include "sim/flow_solver.h"
+#include "sim/flow_workload.h"
+#include "sim/routing.h"
+
+namespace drainwise::sim {
+
+inline constexpr uint64_t kExplicitKey = 1ull << 63;
+
+inline uint64_t Mix(uint64_t x) {  // splitmix64 finaliser: same on every platform
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+inline uint64_t Hash(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
+  return Mix(Mix(Mix(seed ^ 0x5DEECE66Dull) ^ a) ^ (b * 0x100000001B3ull)) ^ Mix(c);
+}
+
+inline bool NicUp(const model::DrainMask& mask, const model::Adjacency& nic) {
+  return !mask.link_down(nic.link) && !mask.node_down(nic.peer);
+}
+
+// NICs an endpoint uses: the named one while it is up, otherwise every other
+// NIC of the host that is up (the fallback of docs/model.md).
+void UsableNics(const model::Topology& topo, const model::DrainMask& mask, uint32_t host, int16_t nic,
+                std::vector<int16_t>& out);
+
+inline uint32_t NicLinkUp(const model::Topology& topo, uint32_t host, int16_t nic) {  // host -> switch
+  const model::Adjacency& adj = topo.neighbors(NodeId(host))[nic];
+  return DirectedLinkId(adj.link, topo.link(adj.link).a.value == host);
+}
+inline uint32_t NicLinkDown(const model::Topology& topo, uint32_t host, int16_t nic) {  // switch -> host
+  return NicLinkUp(topo, host, nic) ^ 1u;
+}
+inline uint32_t NicSwitch(const model::Topology& topo, uint32_t host, int16_t nic) {
+  return topo.neighbors(NodeId(host))[nic].peer.value;
+}
+
+// A link of a class's shortest-path DAG with both routing modes' shares.
+struct ClassLink {
+  uint32_t from;
+  uint32_t to;
+  uint32_t directed;
+  double hop_share;
+  double path_share;
+};
+
+// Routes between switch pairs (NIC-to-NIC flows: the fabric between the two
+// NICs' switches, shared by every host behind them) and between host pairs
+// (explicit flows, NIC links included), under one mask. A drained table
+// borrows the routes the drain leaves unchanged from the baseline table
+// (which outlives it) instead of copying them.
+struct RouteTable {
+  struct Class {
+    uint64_t key = 0;
+    uint32_t rep_src = 0, rep_dst = 0;  // representative hosts
+    int16_t rep_src_nic = kAllNics, rep_dst_nic = kAllNics;
+    bool computed = false;
+    bool connected = false;
+    bool clean = false;  // the baseline's route, unchanged by the drain
+    uint16_t hops = 0;   // switch pair: links between the two switches; host pair: whole path
+    std::span<const ClassLink> links;  // hash modes: sorted by (from, directed)
+    std::span<const LinkShare> shares; // the routing mode's share of each link (> 0 only)
+  };
+  std::vector<Class> classes;
+  std::deque<std::vector<ClassLink>> own_links;
+  std::deque<std::vector<LinkShare>> own_shares;
+  std::unordered_map<uint64_t, uint32_t> by_key;
+
+  static uint64_t SwitchKey(uint32_t a, uint32_t b) { return (static_cast<uint64_t>(a) << 31) | b; }
+  static uint64_t HostKey(uint32_t a, uint32_t b) { return kExplicitKey | (static_cast<uint64_t>(a) << 31) | b; }
+
+  uint32_t Register(uint64_t key, uint32_t src, int16_t src_nic, uint32_t dst, int16_t dst_nic) {
+    auto [it, inserted] = by_key.emplace(key, static_cast<uint32_t>(classes.size()));
+    if (inserted) {
+      Class c;
+      c.key = key;
+      c.rep_src = src;
+      c.rep_dst = dst;
+      c.rep_src_nic = src_nic;
+      c.rep_dst_nic = dst_nic;
+      classes.push_back(c);
+    }
+    return it->second;
+  }
+  const Class* Find(uint64_t key) const {
+    auto it = by_key.find(key);
+    return it == by_key.end() ? nullptr : &classes[it->second];
+  }
+  std::span<const ClassLink> LinksOf(const Class& c) const { return c.links; }
+};
+
+// True when a route of `c` crosses an element `mask` takes down.
+bool ClassTouchesDrain(const RouteTable::Class& c, const model::DrainMask& mask);
+
+// Computes every registered class not yet computed: those of `baseline`
+// that no element of `mask` touches are borrowed (same route; clean), the
+// rest routed under `mask`, one PathTree per destination. With `same_mask`,
+// `baseline` is a table computed under `mask` itself (another seed's): its
+// routes are borrowed as they are, clean or not.
+void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline,
+                    bool same_mask, bool per_path, bool sort_by_from, RouteTable& table);
+
+}  // namespace drainwise::sim

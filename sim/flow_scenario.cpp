@@ -1,0 +1,107 @@
+#include <algorithm>
+
+#include "model/units.h"
+#include "sim/flow_sim_state.h"
+
+namespace drainwise::sim {
+
+std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowOptions& o, size_t jobs) {
+  std::vector<JobTimes> out(jobs);
+  for (size_t j = 0; j < jobs; ++j) out[j].connected = sc.job_connected[j] != 0;
+  for (size_t a = 0; a < sc.agg_demand.size(); ++a) {
+    const FlowDemand& d = w.demands[sc.agg_demand[a]];
+    if (!out[d.job].connected) continue;
+    out[d.job].bandwidth_s = std::max(out[d.job].bandwidth_s, sc.solution.finish_s[a]);
+  }
+  for (const CollectiveSteps& c : w.collectives) {
+    if (!out[c.job].connected) continue;
+    int hops = 0;
+    for (uint32_t d = c.first_demand; d < c.end_demand; ++d) hops = std::max<int>(hops, sc.demand_hops[d]);
+    out[c.job].max_hops = std::max(out[c.job].max_hops, hops);
+    // A dependent step waits for one round trip over its path (data there,
+    // acknowledgement back) plus the per-message overhead.
+    out[c.job].latency_s += c.steps * (2.0 * hops * o.per_hop_latency_s + o.per_message_overhead_s);
+  }
+  return out;
+}
+
+
+// Per aggregate of `sc`: its index in `base` when it is identical there
+// (same demand, weight, size and route), else kNoLink. Decided per demand
+// from the routes, so `base` needs no FluidProblem.
+std::vector<uint32_t> FlowSimulator::State::ReuseMap(const Scenario& base, const Scenario& sc) const {
+  const size_t nd = workload.demands.size();
+  std::vector<uint32_t> out(sc.agg_demand.size(), kNoLink);
+  auto same_job_state = [&](size_t i) {
+    uint32_t j = workload.demands[i].job;
+    return sc.job_connected[j] == base.job_connected[j];
+  };
+  if (!hash()) {  // aggregate i = demand i in both
+    for (size_t i = 0; i < nd; ++i) {
+      if (!sc.demand_changed[i] && same_job_state(i)) out[i] = static_cast<uint32_t>(i);
+    }
+    return out;
+  }
+  // Hash modes: a demand whose routes are unchanged hashes as it did under
+  // the same seed; under another seed only when nothing is hashed.
+  auto same_flows = [&](size_t i) {
+    if (sc.demand_changed[i]) return false;
+    return sc.seed == base.seed || (sc.demand_seed_free[i] && base.demand_seed_free[i]);
+  };
+  // Aggregates are emitted in demand order in both scenarios.
+  size_t a = 0, b = 0;
+  for (size_t i = 0; i < nd; ++i) {
+    size_t a1 = a, b1 = b;
+    while (a1 < sc.agg_demand.size() && sc.agg_demand[a1] == i) ++a1;
+    while (b1 < base.agg_demand.size() && base.agg_demand[b1] == i) ++b1;
+    if (a1 - a == b1 - b && same_job_state(i) && same_flows(i)) {
+      for (size_t k = 0; k < a1 - a; ++k) out[a + k] = static_cast<uint32_t>(b + k);
+    }
+    a = a1;
+    b = b1;
+  }
+  return out;
+}
+
+Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const RunFrom& from, uint64_t seed,
+                                           std::stop_token stop) const {
+  Scenario sc;
+  sc.seed = seed;
+  sc.capacity_bps = capacity_bps;
+  if (hash()) {
+    RouteHash(mask, from, seed, sc);
+  } else {
+    RouteSpray(mask, from, sc);
+  }
+  if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
+  ReuseHint hint;
+  std::vector<uint32_t> previous;
+  if (from.reuse != nullptr && options.overload_penalty == 0) {
+    previous = ReuseMap(*from.reuse, sc);
+    hint = {&from.reuse->solution, &previous};
+  }
+  auto sol = SolveFluid(sc.problem, stop, hint, FluidOptions{options.incremental_solver});
+  if (!sol) return tl::unexpected(sol.error());
+  sc.solution = std::move(*sol);
+  if (options.overload_penalty > 0) {
+    // Links at or past the threshold at t = 0 lose a further share of their
+    // capacity; the fluid model runs again on the penalised capacities.
+    for (size_t l = 0; l < sc.capacity_bps.size(); ++l) {
+      const double line = index->capacity_bps_directed(static_cast<uint32_t>(l)) * options.goodput;
+      const double bg = options.background_bps.empty() ? 0.0 : options.background_bps[l];
+      if (line > 0 && sc.solution.load0_bps[l] + bg >= options.overload_threshold * line * (1 - 1e-9)) {
+        sc.problem.capacity_bps[l] *= 1 - options.overload_penalty;
+        ++sc.links_penalised;
+      }
+    }
+    if (sc.links_penalised > 0) {
+      sc.capacity_bps = sc.problem.capacity_bps;
+      auto again = SolveFluid(sc.problem, stop, {}, FluidOptions{options.incremental_solver});
+      if (!again) return tl::unexpected(again.error());
+      sc.solution = std::move(*again);
+    }
+  }
+  return sc;
+}
+
+}  // namespace drainwise::sim

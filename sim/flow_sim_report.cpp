@@ -1,0 +1,243 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim/flow_sim_state.h"
+
+namespace drainwise::sim {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}  // namespace
+
+SeedOutcome Summarize(const FlowSimulator::State& st, const Scenario& sc) {
+  SeedOutcome out;
+  out.times = TimesOf(st.workload, sc, st.options, st.snapshot->jobs->size());
+  out.load0_bps = sc.solution.load0_bps;
+  out.components_solved = sc.solution.components_solved;
+  out.components_reused = sc.solution.components_reused;
+  out.events = sc.solution.events;
+  out.makespan_s = sc.solution.makespan_s;
+  return out;
+}
+
+FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMask& mask, const Scenario& d0,
+                           const std::vector<SeedOutcome>& drained) {
+  const model::Topology& topo = st.topo();
+  const model::JobSet& jobs = *st.snapshot->jobs;
+  const FlowOptions& o = st.options;
+  const size_t nseeds = st.baseline_outcomes.size();
+  const size_t nj = jobs.size();
+  const size_t ndl = 2 * topo.link_count();
+
+  FlowReport rep;
+  rep.capacity_bps.resize(ndl);
+  for (size_t l = 0; l < ndl; ++l) rep.capacity_bps[l] = st.index->capacity_bps_directed(static_cast<uint32_t>(l)) * o.goodput;
+  rep.background_bps = o.background_bps;
+  rep.baseline_load_bps.assign(ndl, 0.0);
+  rep.drained_load_bps.assign(ndl, 0.0);
+  rep.link_down.assign(ndl, 0);
+  for (LinkId l : mask.down_links()) rep.link_down[2 * l.value] = rep.link_down[2 * l.value + 1] = 1;
+
+  // Per job, per seed.
+  rep.jobs.resize(nj);
+  std::vector<double> base_sum(nj, 0.0), drain_sum(nj, 0.0), slow_sum(nj, 0.0);
+  for (size_t k = 0; k < nseeds; ++k) {
+    const auto& bt = st.baseline_outcomes[k].times;
+    const auto& dt = drained[k].times;
+    for (size_t l = 0; l < ndl; ++l) {
+      rep.baseline_load_bps[l] += st.baseline_outcomes[k].load0_bps[l] / static_cast<double>(nseeds);
+      rep.drained_load_bps[l] += drained[k].load0_bps[l] / static_cast<double>(nseeds);
+    }
+    for (size_t j = 0; j < nj; ++j) {
+      const model::Job& job = jobs.job(model::JobId(j));
+      FlowJobResult& r = rep.jobs[j];
+      auto side = [&](FlowJobSide& s, const JobTimes& t, double& sum) {
+        s.connected = t.connected;
+        if (!t.connected) return;
+        const double comm = t.bandwidth_s + t.latency_s;
+        sum += comm;
+        s.max_hops = std::max(s.max_hops, t.max_hops);
+        if (k == 0 || comm > s.comm_s_worst) {
+          s.comm_s_worst = comm;
+          s.iteration_s_worst = Iteration(job, comm);
+        }
+        s.bandwidth_s += t.bandwidth_s / static_cast<double>(nseeds);
+        s.latency_s += t.latency_s / static_cast<double>(nseeds);
+      };
+      side(r.baseline, bt[j], base_sum[j]);
+      side(r.drained, dt[j], drain_sum[j]);
+      if (bt[j].connected && dt[j].connected) {
+        const double bi = Iteration(job, bt[j].bandwidth_s + bt[j].latency_s);
+        const double di = Iteration(job, dt[j].bandwidth_s + dt[j].latency_s);
+        const double pct = bi > 0 ? (di / bi - 1) * 100 : 0.0;
+        slow_sum[j] += pct;
+        if (k == 0 || pct > r.slowdown_pct_worst.value_or(-kInf)) r.slowdown_pct_worst = pct;
+      }
+    }
+  }
+  for (size_t j = 0; j < nj; ++j) {
+    const model::Job& job = jobs.job(model::JobId(j));
+    FlowJobResult& r = rep.jobs[j];
+    r.job = model::JobId(j);
+    r.flows = st.workload.job_flows[j];
+    for (auto [s, sum] : {std::pair{&r.baseline, base_sum[j]}, std::pair{&r.drained, drain_sum[j]}}) {
+      if (!s->connected) {
+        *s = FlowJobSide{};
+        s->connected = false;
+        continue;
+      }
+      s->comm_s = sum / static_cast<double>(nseeds);
+      s->iteration_s = Iteration(job, s->comm_s);
+    }
+    if (r.baseline.connected && r.drained.connected) {
+      r.slowdown_pct = slow_sum[j] / static_cast<double>(nseeds);
+    } else {
+      r.slowdown_pct_worst.reset();
+    }
+  }
+
+  // Links to describe: hot links and every job's bottlenecks (first seed).
+  auto utilisation = [&](uint32_t l, double load) {
+    const double bg = rep.background_bps.empty() ? 0.0 : rep.background_bps[l];
+    return rep.capacity_bps[l] > 0 ? (load + bg) / rep.capacity_bps[l] : 0.0;
+  };
+  {
+    std::vector<uint32_t> cand;
+    for (uint32_t l = 0; l < ndl; ++l) {
+      if (rep.link_down[l] || !(rep.drained_load_bps[l] > 0)) continue;
+      if (o.hot_links_fabric_only) {
+        const model::Link& link = topo.link(LinkOfDirected(l));
+        if (topo.node(link.a).is_host() || topo.node(link.b).is_host()) continue;
+      }
+      cand.push_back(l);
+    }
+    // Fullest first; among equally full links, those the drain loaded most.
+    auto hotter = [&](uint32_t x, uint32_t y) {
+      double ux = utilisation(x, rep.drained_load_bps[x]), uy = utilisation(y, rep.drained_load_bps[y]);
+      if (std::abs(ux - uy) > 1e-9) return ux > uy;
+      double gx = rep.drained_load_bps[x] - rep.baseline_load_bps[x], gy = rep.drained_load_bps[y] - rep.baseline_load_bps[y];
+      if (std::abs(gx - gy) > 1e-3) return gx > gy;
+      if (rep.drained_load_bps[x] != rep.drained_load_bps[y]) return rep.drained_load_bps[x] > rep.drained_load_bps[y];
+      return x < y;
+    };
+    size_t n = std::min<size_t>(cand.size(), static_cast<size_t>(std::max(0, o.hot_links)));
+    std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(n), cand.end(), hotter);
+    for (size_t i = 0; i < n; ++i) {
+      FlowLinkUse u;
+      u.directed_link = cand[i];
+      u.load_bps = rep.drained_load_bps[cand[i]];
+      u.utilisation = utilisation(cand[i], u.load_bps);
+      rep.hot_links.push_back(std::move(u));
+    }
+  }
+  {
+    const FluidSolution& sol = d0.solution;
+    std::vector<std::vector<std::pair<uint32_t, double>>> per_job(nj);  // (link, bits fixed there)
+    std::vector<uint32_t> critical(nj, kNoLink);
+    std::vector<double> critical_finish(nj, -1);
+    for (size_t a = 0; a < d0.agg_demand.size(); ++a) {
+      const FlowDemand& d = st.workload.demands[d0.agg_demand[a]];
+      uint32_t l = sol.bottleneck0[a];
+      if (l == kNoLink || !(d0.problem.bits[a] > 0)) continue;
+      per_job[d.job].push_back({l, d0.problem.bits[a] * d0.problem.weight[a]});
+      if (sol.finish_s[a] > critical_finish[d.job]) {
+        critical_finish[d.job] = sol.finish_s[a];
+        critical[d.job] = l;
+      }
+    }
+    for (size_t j = 0; j < nj; ++j) {
+      auto& v = per_job[j];
+      if (v.empty() || !rep.jobs[j].drained.connected) continue;
+      std::sort(v.begin(), v.end());
+      size_t w = 0;
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (w > 0 && v[w - 1].first == v[i].first) {
+          v[w - 1].second += v[i].second;
+        } else {
+          v[w++] = v[i];
+        }
+      }
+      v.resize(w);
+      std::sort(v.begin(), v.end(), [&](const auto& x, const auto& y) {
+        bool cx = x.first == critical[j], cy = y.first == critical[j];
+        if (cx != cy) return cx;
+        return x.second != y.second ? x.second > y.second : x.first < y.first;
+      });
+      for (size_t i = 0; i < v.size() && i < static_cast<size_t>(std::max(0, o.bottlenecks_per_job)); ++i) {
+        FlowLinkUse u;
+        u.directed_link = v[i].first;
+        u.load_bps = rep.drained_load_bps[v[i].first];
+        u.utilisation = utilisation(v[i].first, u.load_bps);
+        rep.jobs[j].bottlenecks.push_back(std::move(u));
+      }
+    }
+  }
+  // Jobs crossing each described link, in one pass over the routes.
+  {
+    std::vector<uint32_t> slot(ndl, UINT32_MAX);
+    size_t nslots = 0;
+    std::vector<FlowLinkUse*> uses;
+    auto note = [&](FlowLinkUse& u) {
+      if (slot[u.directed_link] == UINT32_MAX) slot[u.directed_link] = static_cast<uint32_t>(nslots++);
+      uses.push_back(&u);
+    };
+    for (auto& u : rep.hot_links) note(u);
+    for (auto& r : rep.jobs) {
+      for (auto& u : r.bottlenecks) note(u);
+    }
+    const FluidProblem& p = d0.problem;
+    std::vector<std::vector<uint32_t>> class_slots(p.class_count());
+    for (size_t c = 0; c < p.class_count(); ++c) {
+      for (const LinkShare& ls : p.classes[c]) {
+        if (slot[ls.link] != UINT32_MAX) class_slots[c].push_back(slot[ls.link]);
+      }
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> crossing;  // (slot, job)
+    for (size_t a = 0; a < p.aggregate_count(); ++a) {
+      if (!(p.bits[a] > 0)) continue;
+      uint32_t job = st.workload.demands[d0.agg_demand[a]].job;
+      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
+        if (slot[p.private_links[k].link] != UINT32_MAX) crossing.push_back({slot[p.private_links[k].link], job});
+      }
+      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+        for (uint32_t s : class_slots[p.terms[k].cls]) crossing.push_back({s, job});
+      }
+    }
+    std::sort(crossing.begin(), crossing.end());
+    crossing.erase(std::unique(crossing.begin(), crossing.end()), crossing.end());
+    std::vector<std::vector<model::JobId>> by_slot(nslots);
+    for (auto [s, j] : crossing) by_slot[s].push_back(model::JobId(j));
+    for (FlowLinkUse* u : uses) {
+      const auto& v = by_slot[slot[u->directed_link]];
+      u->job_count = v.size();
+      u->jobs.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(v.size(), std::max(0, o.jobs_per_link))));
+    }
+  }
+
+  FlowModelInfo& m = rep.model;
+  m.routing = o.routing;
+  m.seeds = static_cast<int>(nseeds);
+  m.goodput = o.goodput;
+  m.per_hop_latency_s = o.per_hop_latency_s;
+  m.per_message_overhead_s = o.per_message_overhead_s;
+  m.overload_threshold = o.overload_threshold;
+  m.overload_penalty = o.overload_penalty;
+  m.background = !o.background_bps.empty();
+  m.links_penalised = d0.links_penalised;
+  m.flows = st.workload.rank_flows;
+  m.demands = st.workload.demands.size();
+  m.aggregates = d0.problem.aggregate_count();
+  m.route_classes = d0.table.classes.size();
+  m.tight_links = d0.solution.tight_links;
+  m.redundant_links = d0.solution.redundant_links;
+  for (const SeedOutcome& sc : drained) {
+    m.components_solved += sc.components_solved;
+    m.components_reused += sc.components_reused;
+    m.events += sc.events;
+    m.simulated_s = std::max(m.simulated_s, sc.makespan_s);
+  }
+  return rep;
+}
+
+}  // namespace drainwise::sim

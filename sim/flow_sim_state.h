@@ -1,0 +1,126 @@
+// The flow-level simulator's state (internal to sim/): one routed and solved
+// scenario per (mask, seed), the per-snapshot state a FlowSimulator keeps
+// (workload, capacities, baseline scenarios), and the steps of a run:
+// routing (flow_route_spray.cpp, flow_route_hash.cpp), solving
+// (flow_scenario.cpp) and the report (flow_sim_report.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stop_token>
+#include <vector>
+
+#include "model/drain.h"
+#include "model/error.h"
+#include "model/snapshot.h"
+#include "sim/flow_routes.h"
+#include "sim/flow_sim.h"
+#include "sim/flow_solver.h"
+#include "sim/flow_workload.h"
+#include "sim/routing.h"
+
+namespace drainwise::sim {
+
+// One routed and solved scenario (a mask, a seed).
+struct Scenario {
+  RouteTable table;
+  FluidProblem problem;
+  FluidSolution solution;
+  std::vector<uint32_t> agg_demand;     // aggregate -> demand
+  std::vector<uint16_t> demand_hops;    // per demand: longest path (links); 0 when cut off
+  // Per demand: its routes differ from the baseline's (another NIC, or a
+  // route class the drain touches). Unchanged demands have the baseline's
+  // aggregates in spray modes, and in hash modes under the same seed.
+  std::vector<uint8_t> demand_changed;
+  std::vector<uint8_t> demand_seed_free;  // hash: no hashed choice (both NICs on one switch)
+  uint64_t seed = 0;                      // hash modes
+  std::vector<uint8_t> job_connected;
+  std::vector<double> capacity_bps;     // usable, after penalties
+  size_t links_penalised = 0;
+};
+
+// Per job of one scenario: when its last flow finishes and its step latency.
+struct JobTimes {
+  bool connected = true;
+  double bandwidth_s = 0;
+  double latency_s = 0;
+  int max_hops = 0;
+};
+
+// What the report needs of one seed's run once its scenario is freed.
+struct SeedOutcome {
+  std::vector<JobTimes> times;     // per job
+  std::vector<double> load0_bps;   // per directed link
+  size_t components_solved = 0;
+  size_t components_reused = 0;
+  size_t events = 0;
+  double makespan_s = 0;
+};
+
+struct FlowSimulator::State {
+  model::SnapshotPtr snapshot;
+  FlowOptions options;
+  std::unique_ptr<RoutingIndex> index;
+  Workload workload;
+  std::vector<double> capacity_bps;  // usable: raw x goodput - background
+  // One per seed (spray modes: one). Once summarised, a baseline keeps only
+  // what drained runs take from it: routes, the per-demand flags and the
+  // solution; its FluidProblem is freed (ReuseMap needs no aggregate).
+  std::vector<Scenario> baseline;
+  std::vector<SeedOutcome> baseline_outcomes;  // one per seed
+
+  const model::Topology& topo() const { return *snapshot->topology; }
+  bool hash() const {
+    return options.routing == FlowRouting::kHashResilient || options.routing == FlowRouting::kHashRehash;
+  }
+
+  // Registers the routes (switch pairs, or the host pair of an explicit
+  // flow) demand `d` can use under `mask`.
+  void RegisterDemand(const FlowDemand& d, const model::DrainMask& mask, RouteTable& table,
+                      std::vector<int16_t>& src_nics, std::vector<int16_t>& dst_nics) const {
+    if (d.src_nic == kAllNics) {
+      table.Register(RouteTable::HostKey(d.src, d.dst), d.src, kAllNics, d.dst, kAllNics);
+      return;
+    }
+    UsableNics(topo(), mask, d.src, d.src_nic, src_nics);
+    UsableNics(topo(), mask, d.dst, d.dst_nic, dst_nics);
+    for (int16_t s : src_nics) {
+      for (int16_t t : dst_nics) {
+        uint32_t a = NicSwitch(topo(), d.src, s), b = NicSwitch(topo(), d.dst, t);
+        if (a != b) table.Register(RouteTable::SwitchKey(a, b), d.src, s, d.dst, t);
+      }
+    }
+  }
+
+  // What a run may start from: `reuse` is a scenario whose unchanged routes
+  // and solved components are taken over (the baseline of the same seed,
+  // or another seed's run under the same mask); `routes`, a table computed
+  // under the same mask to borrow routes from instead; `previous_paths`, the
+  // baseline whose hashed paths resilient hashing keeps.
+  struct RunFrom {
+    const Scenario* reuse = nullptr;
+    const RouteTable* routes = nullptr;
+    const Scenario* previous_paths = nullptr;
+  };
+  void RouteSpray(const model::DrainMask& mask, const RunFrom& from, Scenario& sc) const;
+  void RouteHash(const model::DrainMask& mask, const RunFrom& from, uint64_t seed, Scenario& sc) const;
+  Result<Scenario> Run(const model::DrainMask& mask, const RunFrom& from, uint64_t seed, std::stop_token stop) const;
+  std::vector<uint32_t> ReuseMap(const Scenario& base, const Scenario& sc) const;
+};
+
+std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowOptions& o, size_t jobs);
+
+inline double Iteration(const model::Job& job, double comm_s) {
+  return job.iteration.compute_s + (1.0 - job.iteration.overlap) * comm_s;
+}
+
+SeedOutcome Summarize(const FlowSimulator::State& st, const Scenario& sc);
+
+// The report of a drained run: per-job sides and slowdowns over the seeds
+// (baseline_outcomes and `drained`, one per seed), loads, hot links, and from
+// the first seed's drained scenario `d0` the bottlenecks and the jobs
+// crossing them.
+FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMask& mask, const Scenario& d0,
+                           const std::vector<SeedOutcome>& drained);
+
+}  // namespace drainwise::sim

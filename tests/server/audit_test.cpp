@@ -1,0 +1,299 @@
+// The API side of idempotency keys (IETF Idempotency-Key draft) and of the
+// audit trail, in-process with a real store and a fake engine.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "server/api.h"
+#include "server/auth.h"
+#include "server/routes/common.h"
+#include "server/routes/idempotency.h"
+#include "store/store.h"
+#include "testing/fabrics.h"
+
+using namespace drainwise;
+using nlohmann::json;
+
+namespace {
+
+class CountingEngine : public server::Engine {
+ public:
+  std::atomic<int> assessments = 0;
+  int plans = 0;
+  // When set, Assess waits on `gate` after announcing itself on `entered`.
+  std::promise<void>* entered = nullptr;
+  std::shared_future<void> gate;
+  Result<server::EngineResult> Assess(const server::EngineContext&, const json& request) override {
+    ++assessments;
+    if (entered) {
+      entered->set_value();
+      gate.wait();
+    }
+    // deny when the drain names spine0, else allow: a reused key must never
+    // turn one verdict into the other.
+    bool deny = request["drain"].dump().find("spine0") != std::string::npos;
+    return server::EngineResult{{{"echo", request["drain"]}}, deny ? "deny" : "allow"};
+  }
+  Result<json> DrainCandidates(const server::EngineContext&, const std::string&,
+                               const std::vector<std::string>&) override {
+    return json::object();
+  }
+  Result<server::EngineResult> Plan(const server::EngineContext&, const json&) override {
+    ++plans;
+    return server::EngineResult{{{"batches", json::array()}}, "allow"};
+  }
+  json PolicyJson() const override { return {{"name", "fake"}}; }
+  Status SetPolicy(const json&) override { return {}; }
+  Result<double> PredictIteration(const server::EngineContext&, const std::string&, const model::Drain&) override {
+    return 1.0;
+  }
+  json CalibrationJson() const override { return json::object(); }
+  Result<json> Calibrate(const server::EngineContext&, const std::vector<store::ObservationRecord>&, bool) override {
+    return json::object();
+  }
+  Status SetCalibration(const json&) override { return {}; }
+  std::string RenderText(std::string_view kind, const json& body) const override {
+    return std::string(kind) + " " + body.value("verdict", "");
+  }
+};
+
+struct Fixture {
+  explicit Fixture(store::StoreOptions options = {}) : db(std::move(*store::Store::Open(":memory:", options))) {
+    REQUIRE(state.PutTopology(testing::TwoByTwo(), "test").has_value());
+    std::string text = server::Sha256Hex("alice-token-0123456") + " operator alice\n" +
+                       server::Sha256Hex("bob-token-012345678") + " operator bob\n" +
+                       server::Sha256Hex("carol-token-0123456") + " admin carol\n";
+    api.RequireTokens(std::make_shared<const server::TokenTable>(*server::TokenTable::Parse(text, "t")));
+  }
+  std::unique_ptr<store::Store> db;
+  server::State state{db.get()};
+  CountingEngine engine;
+  server::Api api{&state, &engine};
+
+  server::ApiResponse Call(const std::string& who, std::string method, std::string target, std::string body = "",
+                           std::map<std::string, std::string> headers = {}) {
+    server::ApiRequest r;
+    r.method = std::move(method);
+    r.target = std::move(target);
+    r.body = std::move(body);
+    r.headers = std::move(headers);
+    r.peer = "192.0.2.7";
+    if (!who.empty())
+      r.headers["authorization"] = "Bearer " + who + "-token-" + (who == "bob" ? "012345678" : "0123456");
+    return api.Handle(r);
+  }
+};
+
+std::string HeaderOf(const server::ApiResponse& r, const std::string& name) {
+  for (const auto& [k, v] : r.headers) {
+    if (k == name) return v;
+  }
+  return "";
+}
+
+const std::string kDeny = R"({"drain":{"switches":["spine0"]},"ticket":"CHG-1"})";
+const std::string kAllow = R"({"drain":{"switches":["spine1"]},"ticket":"CHG-1"})";
+
+}  // namespace
+
+TEST_CASE("the same key and request replays; another request with the key is a 422 naming it") {
+  Fixture f;
+  auto first = f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "\"k-1\""}});
+  REQUIRE(first.status == 201);
+  auto body = json::parse(first.body);
+  CHECK(body["verdict"] == "deny");
+  CHECK(HeaderOf(first, "Idempotent-Replayed").empty());
+
+  // Quoted (the draft's structured-field string) or bare, on an encoded path: the same request.
+  for (const auto& [target, key] : std::vector<std::pair<std::string, std::string>>{
+           {"/v1/assessments", "\"k-1\""}, {"/v1/assessments", "k-1"}, {"/v1/%61ssessments?format=json", "k-1"}}) {
+    INFO(target << " " << key);
+    auto again = f.Call("alice", "POST", target, kDeny, {{"idempotency-key", key}});
+    CHECK(again.status == 200);
+    CHECK(HeaderOf(again, "Idempotent-Replayed") == "true");
+    CHECK(HeaderOf(again, "Location") == "/v1/assessments/" + body["id"].get<std::string>());
+    CHECK(json::parse(again.body)["id"] == body["id"]);
+    CHECK(json::parse(again.body)["verdict"] == "deny");
+  }
+  CHECK(f.engine.assessments == 1);
+
+  // Issue 12: another drain under the same key came back with the first verdict.
+  auto reused = f.Call("alice", "POST", "/v1/assessments", kAllow, {{"idempotency-key", "k-1"}});
+  CHECK(reused.status == 422);
+  CHECK(reused.content_type == "application/problem+json");
+  auto problem = json::parse(reused.body);
+  CHECK(problem["status"] == 422);
+  CHECK(problem["type"] == "https://drainwise.dev/problems/idempotency-key-reused");
+  CHECK(problem["detail"].get<std::string>().rfind("Idempotency-Key 'k-1' was first used for a different request", 0) ==
+        0);
+  // The same body on another route is another request.
+  CHECK(f.Call("alice", "POST", "/v1/plans", kDeny, {{"idempotency-key", "k-1"}}).status == 422);
+  CHECK(f.engine.assessments == 1);
+  CHECK(f.engine.plans == 0);
+
+  // Keys belong to a principal: bob's k-1 is his own.
+  auto bobs = f.Call("bob", "POST", "/v1/assessments", kAllow, {{"idempotency-key", "k-1"}});
+  CHECK(bobs.status == 201);
+  CHECK(json::parse(bobs.body)["verdict"] == "allow");
+  CHECK(f.engine.assessments == 2);
+}
+
+TEST_CASE("plans take an Idempotency-Key too") {
+  Fixture f;
+  std::string plan = R"({"switches":["spine0"]})";
+  auto first = f.Call("alice", "POST", "/v1/plans", plan, {{"idempotency-key", "p-1"}});
+  REQUIRE(first.status == 201);
+  auto again = f.Call("alice", "POST", "/v1/plans", plan, {{"idempotency-key", "p-1"}});
+  CHECK(again.status == 200);
+  CHECK(HeaderOf(again, "Idempotent-Replayed") == "true");
+  CHECK(json::parse(again.body)["id"] == json::parse(first.body)["id"]);
+  CHECK(f.engine.plans == 1);
+  CHECK(f.Call("alice", "POST", "/v1/plans", R"({"switches":["spine1"]})", {{"idempotency-key", "p-1"}}).status == 422);
+}
+
+TEST_CASE("a malformed Idempotency-Key is a 400 naming the header") {
+  Fixture f;
+  for (const std::string& key : {std::string(""), std::string("\"\""), std::string("a b"), std::string(256, 'k'),
+                                 std::string("caf\xc3\xa9"), std::string("\"a\"b\"")}) {
+    INFO("[" << key << "]");
+    auto r = f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", key}});
+    CHECK(r.status == 400);
+    CHECK(json::parse(r.body)["detail"].get<std::string>().rfind("Idempotency-Key: ", 0) == 0);
+  }
+  CHECK(f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", std::string(255, 'k')}}).status == 201);
+  CHECK(f.engine.assessments == 1);
+}
+
+TEST_CASE("an expired key is forgotten") {
+  store::StoreOptions options;
+  options.idempotency_ttl_s = 1;
+  Fixture f(options);
+  REQUIRE(f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}}).status == 201);
+  CHECK(f.Call("alice", "POST", "/v1/assessments", kAllow, {{"idempotency-key", "k"}}).status == 422);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // past the 1 s expiry, whole seconds
+  auto later = f.Call("alice", "POST", "/v1/assessments", kAllow, {{"idempotency-key", "k"}});
+  CHECK(later.status == 201);
+  CHECK(json::parse(later.body)["verdict"] == "allow");
+}
+
+TEST_CASE("the fingerprint covers method, normalised path and body, and nothing else") {
+  using server::routing::RequestFingerprint;
+  auto base = RequestFingerprint("POST", "/v1/assessments", "{}");
+  CHECK(base.size() == 64);
+  CHECK(base == RequestFingerprint("POST", "/v1/assessments", "{}"));
+  CHECK(base != RequestFingerprint("POST", "/v1/plans", "{}"));
+  CHECK(base != RequestFingerprint("PUT", "/v1/assessments", "{}"));
+  CHECK(base != RequestFingerprint("POST", "/v1/assessments", "{ }"));
+  // Length prefixes: moving a boundary changes the input.
+  CHECK(RequestFingerprint("POST", "/a", "b") != RequestFingerprint("POST", "/", "ab"));
+}
+
+TEST_CASE("every record names the principal apart from requested_by") {
+  Fixture f;
+  auto a = f.Call("alice", "POST", "/v1/assessments",
+                  R"json({"drain":{"switches":["spine1"]},"requested_by":"mallory (admin)"})json");
+  REQUIRE(a.status == 201);
+  auto rec = json::parse(a.body);
+  CHECK(rec["principal"] == "alice (operator)");
+  CHECK(rec["requested_by"] == "mallory (admin)");
+  auto stored = json::parse(f.Call("bob", "GET", "/v1/assessments/" + rec["id"].get<std::string>()).body);
+  CHECK(stored["principal"] == "alice (operator)");
+  auto list = json::parse(f.Call("bob", "GET", "/v1/assessments").body);
+  CHECK(list["assessments"][0]["principal"] == "alice (operator)");
+
+  auto p = f.Call("bob", "POST", "/v1/plans", R"({"switches":["spine0"]})");
+  CHECK(json::parse(p.body)["principal"] == "bob (operator)");
+
+  auto d = f.Call("bob", "POST", "/v1/drains", R"({"drain":{"switches":["spine1"]},"requested_by":"alice"})");
+  REQUIRE(d.status == 201);
+  CHECK(json::parse(d.body)["principal"] == "bob (operator)");
+  CHECK(json::parse(d.body)["requested_by"] == "alice");
+  CHECK(json::parse(f.Call("bob", "GET", "/v1/drains").body)["drains"][0]["principal"] == "bob (operator)");
+
+  REQUIRE(f.Call("carol", "PUT", "/v1/policy", R"({"name":"p"})").status == 201);
+  auto snaps = json::parse(f.Call("bob", "GET", "/v1/snapshots").body);
+  bool policy_seen = false;
+  for (const auto& v : snaps["versions"]) {
+    if (v["kind"] == "policy") {
+      policy_seen = true;
+      CHECK(v["principal"] == "carol (admin)");
+    }
+  }
+  CHECK(policy_seen);
+}
+
+TEST_CASE("without tokens the principal is anonymous with the peer address") {
+  auto db = std::move(*store::Store::Open(":memory:"));
+  server::State state(db.get());
+  REQUIRE(state.PutTopology(testing::TwoByTwo(), "test").has_value());
+  CountingEngine engine;
+  server::Api api(&state, &engine);
+  server::ApiRequest r;
+  r.method = "POST";
+  r.target = "/v1/drains";
+  r.body = R"({"drain":{"switches":["spine1"]}})";
+  r.peer = "198.51.100.4";
+  auto d = api.Handle(r);
+  REQUIRE(d.status == 201);
+  CHECK(json::parse(d.body)["principal"] == "anonymous (198.51.100.4)");
+  // A bearer token means nothing without a tokens file: still anonymous.
+  r.headers["authorization"] = "Bearer alice-token-0123456";
+  r.target = "/v1/assessments";
+  auto a = api.Handle(r);
+  REQUIRE(a.status == 201);
+  CHECK(json::parse(a.body)["principal"] == "anonymous (198.51.100.4)");
+}
+
+TEST_CASE("text listings escape control characters: a line break cannot forge a row") {
+  Fixture f;
+  const std::string forged = "CHG-1\nd-fake  2099-01-01T00:00:00Z  -  -  CHG-0";
+  auto d =
+      f.Call("bob", "POST", "/v1/drains",
+             json{{"drain", {{"switches", {"spine1"}}}}, {"ticket", forged}, {"requested_by", "eve\r\x1b[2J"}}.dump());
+  REQUIRE(d.status == 201);
+  auto drains = f.Call("bob", "GET", "/v1/drains?format=text");
+  CHECK(std::count(drains.body.begin(), drains.body.end(), '\n') == 2);  // the header and one row
+  CHECK(drains.body.find("CHG-1\\nd-fake") != std::string::npos);
+  CHECK(drains.body.find("eve\\r\\x1b[2J") != std::string::npos);
+  CHECK(drains.body.find("bob (operator)") != std::string::npos);
+
+  auto a = f.Call("alice", "POST", "/v1/assessments",
+                  json{{"drain", {{"switches", {"spine1"}}}}, {"ticket", forged}, {"requested_by", "x\ty"}}.dump());
+  REQUIRE(a.status == 201);
+  auto list = f.Call("bob", "GET", "/v1/assessments?format=text");
+  CHECK(std::count(list.body.begin(), list.body.end(), '\n') == 2);
+  CHECK(list.body.find("CHG-1\\nd-fake") != std::string::npos);
+  CHECK(list.body.find("x\\ty") != std::string::npos);
+  CHECK(list.body.find("alice (operator)") != std::string::npos);
+
+  CHECK(server::routing::EscapeControl("a\nb\r\tc\\d\x01\x7f") == "a\\nb\\r\\tc\\\\d\\x01\\x7f");
+  CHECK(server::routing::EscapeControl("\xc2\x85next \xc3\xa9") == "\\u0085next \xc3\xa9");  // NEL; é stays
+}
+
+TEST_CASE("a retry while the first request with the key still runs is a 409, then the replay") {
+  Fixture f;
+  std::promise<void> entered, open;
+  f.engine.entered = &entered;
+  f.engine.gate = open.get_future().share();
+  auto first = std::async(std::launch::async, [&] {
+    return f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}});
+  });
+  entered.get_future().wait();  // the first request is inside the simulation
+  auto retry = f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}});
+  CHECK(retry.status == 409);
+  CHECK(json::parse(retry.body)["status"] == 409);
+  CHECK(HeaderOf(retry, "Retry-After") == "1");
+  // Another principal's key of the same name is not held.
+  f.engine.entered = nullptr;
+  CHECK(f.Call("bob", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}}).status == 201);
+  open.set_value();
+  CHECK(first.get().status == 201);
+  auto replay = f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}});
+  CHECK(replay.status == 200);
+  CHECK(HeaderOf(replay, "Idempotent-Replayed") == "true");
+  CHECK(f.engine.assessments == 2);  // alice's once, bob's once
+}
