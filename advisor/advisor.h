@@ -19,8 +19,15 @@
 //
 // Pure apart from its caches: no I/O, no logging; the one exception to "no
 // threads of its own" is the candidates sweep, split over two threads. The
-// Advisor caches per-snapshot precomputation (job-level index, flow
-// simulator) and is safe to call from several threads at once.
+// per-snapshot precomputation (job-level index, flow simulators) comes from
+// the context's SimCache, which belongs to the snapshot (the daemon keeps it
+// across calibration and telemetry changes); without one the Advisor keeps
+// its own. Safe to call from several threads at once.
+//
+// Files: advisor.h (this contract), scenario.cpp (one drain simulated and
+// judged), assess.cpp (recommendations), plan.cpp (batched plans),
+// candidates.cpp (the sweep), migration.cpp (where a job can go and what
+// moving it costs), prediction.* (outcome order), sim_cache.* (caches).
 #pragma once
 
 #include <cstdint>
@@ -128,10 +135,15 @@ struct Plan {
   std::vector<std::string> notes;
 };
 
+class SimCache;
+
 struct Context {
   model::SnapshotPtr snapshot;
   model::Drain active;  // drains in progress
   int64_t now = 0;      // unix seconds
+  // The snapshot's simulator caches (advisor/sim_cache.h). Null, or built
+  // for another snapshot: the advisor uses caches of its own.
+  std::shared_ptr<const SimCache> cache;
 };
 
 class Advisor {
@@ -157,10 +169,10 @@ class Advisor {
   Result<Plan> PlanDrains(const Context& ctx, std::span<const model::NodeId> switches, bool flow,
                           const policies::Policy& policy, std::stop_token stop = {}) const;
 
-  // The cached per-snapshot precomputation (built on first use).
-  std::shared_ptr<const sim::JobSimIndex> JobIndex(const model::SnapshotPtr& snapshot) const;
-  Result<std::shared_ptr<const sim::FlowSimulator>> FlowSim(const model::SnapshotPtr& snapshot,
-                                                            const sim::FlowOptions& options,
+  // The per-snapshot precomputation of ctx.snapshot (built on first use):
+  // from ctx.cache when it belongs to the snapshot, else from the advisor's own.
+  std::shared_ptr<const sim::JobSimIndex> JobIndex(const Context& ctx) const;
+  Result<std::shared_ptr<const sim::FlowSimulator>> FlowSim(const Context& ctx, const sim::FlowOptions& options,
                                                             std::stop_token stop) const;
 
  private:
@@ -178,9 +190,11 @@ class Advisor {
                             const sim::FlowOptions& flow_options, const policies::Policy& policy,
                             std::stop_token stop, const JobLevel* job_level = nullptr) const;
 
+  std::shared_ptr<const SimCache> Caches(const Context& ctx) const;
+
   AdvisorOptions options_;
-  struct Cache;
-  std::unique_ptr<Cache> cache_;
+  mutable std::mutex own_mu_;
+  mutable std::shared_ptr<SimCache> own_cache_;  // for contexts without caches of their snapshot
 };
 
 // The expected cost of restarting `job` elsewhere now: its restart cost plus

@@ -3,52 +3,31 @@
 // socket, so packaging, CI and operators can check a file before a restart.
 // Exit codes: 0 valid, 1 invalid, 2 usage.
 #include <cstdio>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "app/commands.h"
-#include "app/engine_impl.h"
+#include "app/daemon_config.h"
 #include "config/config.h"
-#include "policies/policy.h"
-#include "server/auth.h"
 
 namespace drainwise::app {
 
 namespace {
 
-// Everything serve checks before it binds: the file, the advisor and
-// simulation sections, the policy, the tokens and the TLS files. Returns a
+// Everything serve checks before it binds, through the same function
+// (LoadDaemonConfig): the file, the advisor and simulation sections, the
+// sources and profiles, the policy, the tokens and the TLS files. Returns a
 // one-line summary, or the first error naming the file or field at fault.
 Result<std::string> CheckConfig(const std::string& path) {
-  auto cfg = config::LoadConfigFile(path);
-  if (!cfg) return tl::unexpected(cfg.error());
-  auto advisor = ParseAdvisorOptions(cfg->advisor, cfg->simulation);
-  if (!advisor) return tl::unexpected(advisor.error().Wrap("config " + path));
+  auto loaded = LoadDaemonConfig(path);
+  if (!loaded) return tl::unexpected(loaded.error());
+  const auto& cfg = loaded->config;
   std::string policy_name = "built-in default";
-  if (!cfg->policy_file.empty()) {
-    auto policy = policies::LoadPolicyFile(cfg->policy_file);
-    if (!policy) return tl::unexpected(policy.error().Wrap("policy_file " + cfg->policy_file));
-    policy_name = fmt::format("'{}' from {}", policy->name, cfg->policy_file);
-  }
-  std::string auth = "off";
-  if (!cfg->server.tokens_file.empty()) {
-    auto tokens = server::TokenTable::Load(cfg->server.tokens_file);
-    if (!tokens) return tl::unexpected(tokens.error().Wrap("server.tokens_file"));
-    auth = fmt::format("{} tokens", tokens->size());
-  }
-  for (const auto& [field, file] : {std::pair{"server.tls_cert", cfg->server.tls_cert},
-                                    std::pair{"server.tls_key", cfg->server.tls_key}}) {
-    if (!file.empty() && !std::ifstream(file)) {
-      return tl::unexpected(Error{ErrorCode::kIo, fmt::format("{}: cannot read {}", field, file)});
-    }
-  }
-  if (cfg->server.tls_cert.empty() != cfg->server.tls_key.empty()) {
-    return InvalidArgument("server.tls_cert and server.tls_key: set both or neither");
-  }
-  return fmt::format("{}: valid (listen {}{}, db {}, policy {}, auth {}, {} sources)", path, cfg->server.listen,
-                     cfg->server.tls_cert.empty() ? "" : " with TLS", cfg->db_path, policy_name, auth,
-                     cfg->sources.size());
+  if (loaded->policy) policy_name = fmt::format("'{}' from {}", loaded->policy->name, cfg.policy_file);
+  std::string auth = loaded->tokens ? fmt::format("{} tokens", loaded->tokens->size()) : "off";
+  return fmt::format("{}: valid (listen {}{}, db {}, policy {}, auth {}, {} sources)", path, cfg.server.listen,
+                     cfg.server.tls_cert.empty() ? "" : " with TLS", cfg.db_path, policy_name, auth,
+                     loaded->connectors.sources.size());
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // drainwise serve: the daemon.
-#include <csignal>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -10,13 +13,15 @@
 #include <spdlog/spdlog.h>
 
 #include "app/commands.h"
-#include "app/engine_impl.h"
+#include "app/daemon_config.h"
 #include "app/live_telemetry.h"
 #include "connectors/source.h"
 #include "app/sd_notify.h"
 #include "codec/json_reader.h"
 #include "codec/native.h"
 #include "config/config.h"
+#include "engine/codec.h"
+#include "engine/engine.h"
 #include "fabric/generator.h"
 #include "policies/policy.h"
 #include "server/api.h"
@@ -75,20 +80,117 @@ void DeclareMetrics(server::Metrics& m) {
   m.DeclareGauge("drainwise_simulations_queued", "Simulations waiting or running.");
 }
 
+// Hands the connectors' combined documents to State. Updates can arrive
+// from several polling threads at once and out of order; they are handled
+// one at a time, always from the newest combined state, and a document is
+// passed on only when the connectors' copy differs from the one last
+// applied (the connectors keep the pointer of an unchanged document). So a
+// refresh that did not change the jobs never overwrites a PUT /v1/jobs that
+// landed since, and jobs that arrive before any topology are applied with
+// the first one.
+class ConnectorFeed {
+ public:
+  void Apply(const connectors::Update& u, server::State& state, LiveTelemetry& telemetry, spdlog::logger& log) {
+    std::lock_guard lock(mu_);
+    if (u.version > latest_.version) latest_ = u;
+    jobs_from_sources_ = jobs_from_sources_ || u.jobs_changed;
+    const auto& l = latest_;
+    bool telemetry_new = l.telemetry && l.telemetry != applied_telemetry_;
+    if (telemetry_new) {
+      telemetry.Set(l.telemetry);  // first: a topology published below maps it at once
+      applied_telemetry_ = l.telemetry;
+    }
+    bool want_topology = l.topology && l.topology != applied_topology_;
+    bool want_jobs = jobs_from_sources_ && l.jobs && l.jobs != applied_jobs_;
+    bool published = false;
+    if ((want_topology || want_jobs) && (l.topology || state.snapshot())) {
+      auto start = std::chrono::steady_clock::now();
+      auto put = state.PutSpecs(want_topology ? l.topology.get() : nullptr, want_jobs ? l.jobs.get() : nullptr,
+                                "source:" + u.source);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (!put) {
+        log.error("source {}: not applied: {}", u.source, put.error().message);
+      } else {
+        if (want_topology) applied_topology_ = l.topology;
+        if (want_jobs) applied_jobs_ = l.jobs;
+        if (put->created) {
+          published = true;
+          auto snap = state.snapshot();
+          log.info("source {}: topology v{}, jobs v{} published ({} jobs, {} dropped) in {:.0f} ms", u.source,
+                   snap->topology_version, snap->jobs_version, snap->jobs->size(), put->dropped_jobs.size(), ms);
+          for (const auto& d : put->dropped_jobs) log.warn("job left out: {}", d);
+        }
+      }
+    }
+    if (telemetry_new && !published) state.RefreshLinkState();
+  }
+
+ private:
+  std::mutex mu_;
+  connectors::Update latest_;
+  bool jobs_from_sources_ = false;  // some source has delivered jobs
+  std::shared_ptr<const model::TopologySpec> applied_topology_;
+  std::shared_ptr<const model::JobsSpec> applied_jobs_;
+  std::shared_ptr<const std::vector<connectors::InterfaceTelemetry>> applied_telemetry_;
+};
+
+// Reloads on SIGHUP what the configuration can change without a restart:
+// the policy file, the log level, the advisor and simulation sections (the
+// calibrated transport parameters stay in force) and the telemetry
+// thresholds. A file that no longer loads changes nothing. Returns what was
+// reloaded, or the error.
+Result<std::string> Reload(const std::string& config_path, const ConfigOverrides& overrides,
+                           const DaemonConfig& running, server::State& state, LiveTelemetry& telemetry) {
+  if (config_path.empty()) return std::string("nothing (no --config file)");
+  auto next = LoadDaemonConfig(config_path, overrides);
+  if (!next) return tl::unexpected(next.error());
+  std::vector<std::string> done;
+  if (next->policy) {
+    done.push_back(fmt::format("policy '{}' from {} ({} job rules, {} fabric rules)", next->policy->name,
+                               next->config.policy_file, next->policy->job_rules.size(),
+                               next->policy->fabric_rules.size()));
+    state.SetPolicy(std::move(*next->policy));
+  }
+  spdlog::set_level(spdlog::level::from_str(next->config.log_level));
+  done.push_back("log level " + next->config.log_level);
+  state.SetAdvisorOptions(next->advisor);
+  done.push_back("advisor and simulation options");
+  telemetry.SetThresholds(next->thresholds);
+  state.RefreshLinkState();
+  done.push_back("telemetry thresholds");
+  std::vector<std::string> restart;
+  const auto& a = running.config;
+  const auto& b = next->config;
+  if (config::ConfigToJson(a)["server"] != config::ConfigToJson(b)["server"] || a.server.listen != b.server.listen) {
+    restart.push_back("listen/server");
+  }
+  if (a.db_path != b.db_path) restart.push_back("db");
+  if (a.sources != b.sources || a.profiles != b.profiles) restart.push_back("sources/profiles");
+  std::string out;
+  for (const auto& d : done) out += (out.empty() ? "" : "; ") + d;
+  if (!restart.empty()) {
+    std::string r;
+    for (const auto& x : restart) r += (r.empty() ? "" : ", ") + x;
+    out += fmt::format("; changed but needing a restart (kept as running): {}", r);
+  }
+  return out;
+}
+
 int RunServe(const ServeArgs& args) {
   auto log = Logger("main");
-  config::Config cfg;
-  if (!args.config_path.empty()) {
-    auto c = config::LoadConfigFile(args.config_path);
-    if (!c) {
-      log->error("{}", c.error().message);
-      return 1;
-    }
-    cfg = std::move(*c);
+  // Signals first: from here on SIGHUP and SIGTERM are queued for the
+  // handler below instead of ending the process (SIGHUP's default action).
+  boost::asio::io_context signals_ctx;
+  boost::asio::signal_set signals(signals_ctx, SIGINT, SIGTERM, SIGHUP);
+
+  ConfigOverrides overrides{args.listen, args.db, args.log_level};
+  auto loaded_config = LoadDaemonConfig(args.config_path, overrides);
+  if (!loaded_config) {
+    log->error("{}", loaded_config.error().message);
+    return 1;
   }
-  if (!args.listen.empty()) cfg.server.listen = args.listen;
-  if (!args.db.empty()) cfg.db_path = args.db;
-  if (!args.log_level.empty()) cfg.log_level = args.log_level;
+  DaemonConfig daemon_config = std::move(*loaded_config);
+  const config::Config& cfg = daemon_config.config;
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
   auto http_log = Logger("http");
 
@@ -115,7 +217,7 @@ int RunServe(const ServeArgs& args) {
     log->error("loading stored versions: {}", loaded.error().message);
     return 1;
   }
-  if (args.demo || (!*loaded && cfg.sources.empty())) {
+  if (args.demo || (!*loaded && daemon_config.connectors.sources.empty())) {
     auto start = std::chrono::steady_clock::now();
     auto [topo, jobs] = DemoDocuments();
     auto put = state.PutBoth(topo, jobs, "demo");
@@ -135,17 +237,12 @@ int RunServe(const ServeArgs& args) {
     log->warn("no snapshot yet: waiting for sources or PUT /v1/topology");
   }
 
-  auto advisor_options = ParseAdvisorOptions(cfg.advisor, cfg.simulation);
-  if (!advisor_options) {
-    log->error("config: {}", advisor_options.error().message);
-    return 1;
-  }
   // The policy: the config's file, else the last one stored by PUT
   // /v1/policy, else the built-in default.
   Result<policies::Policy> policy = policies::DefaultPolicy();
   std::string policy_source = "built-in default";
-  if (!cfg.policy_file.empty()) {
-    policy = policies::LoadPolicyFile(cfg.policy_file);
+  if (daemon_config.policy) {
+    policy = *daemon_config.policy;
     policy_source = cfg.policy_file;
   } else if (auto stored = (*store)->LatestDocument(store::DocKind::kPolicy); stored && *stored) {
     policy = policies::ParsePolicyText((*stored)->body);
@@ -157,65 +254,43 @@ int RunServe(const ServeArgs& args) {
   }
   log->info("policy '{}' from {} ({} job rules, {} fabric rules)", policy->name, policy_source,
             policy->job_rules.size(), policy->fabric_rules.size());
-  auto engine = MakeEngine(*advisor_options, std::move(*policy), Logger("engine"));
+  state.SetPolicy(std::move(*policy));
   // The last fitted or operator-set calibration overrides the config's
   // transport parameters.
+  engine::Calibration configured;
+  configured.options = daemon_config.advisor;
+  state.SetCalibration(std::move(configured));
   if (auto stored = (*store)->LatestDocument(store::DocKind::kCalibration); stored && *stored) {
     auto doc = codec::ParseJsonText((*stored)->body);
-    auto st = doc ? engine->SetCalibration(*doc) : Status(tl::unexpected(doc.error()));
-    if (st) {
-      log->info("calibration v{} in force: {}", (*stored)->info.version, engine->CalibrationJson().dump());
+    auto c = doc ? engine::ParseCalibration(*doc, daemon_config.advisor)
+                 : Result<engine::Calibration>(tl::unexpected(doc.error()));
+    if (c) {
+      state.SetCalibration(std::move(*c));
+      log->info("calibration v{} in force: {}", (*stored)->info.version,
+                engine::CalibrationJson(*state.view()->calibration).dump());
     } else {
-      log->warn("stored calibration v{} ignored: {}", (*stored)->info.version, st.error().message);
+      log->warn("stored calibration v{} ignored: {}", (*stored)->info.version, c.error().message);
     }
   }
+  auto engine = engine::MakeEngine(Logger("engine"));
   server::Metrics metrics;
   DeclareMetrics(metrics);
   // Connectors: each source polls on its own thread; a refresh that
-  // changes documents publishes a new snapshot (stored first), telemetry
-  // feeds the flow model's background load and the degraded-link views.
-  auto connectors_config = connectors::ParseConnectorsConfig(
-      nlohmann::json{{"sources", cfg.sources}, {"profiles", cfg.profiles}});
-  if (!connectors_config) {
-    log->error("config: {}", connectors_config.error().message);
-    return 1;
-  }
-  connectors::DegradedThresholds thresholds;
-  thresholds.max_errors_per_s = cfg.telemetry.value("max_errors_per_s", thresholds.max_errors_per_s);
-  thresholds.max_discards_per_s = cfg.telemetry.value("max_discards_per_s", thresholds.max_discards_per_s);
-  thresholds.max_utilization = cfg.telemetry.value("max_utilization", thresholds.max_utilization);
-  LiveTelemetry telemetry(thresholds);
+  // changes documents publishes a new view (stored first); telemetry feeds
+  // the flow model's background load and the degraded-link views. Every
+  // change goes through State, the views' single writer.
+  LiveTelemetry telemetry(daemon_config.thresholds);
+  state.SetLinkStateSource([&telemetry](const model::Snapshot& snap) { return telemetry.LinkStateFor(snap); });
   auto connectors_log = Logger("connectors");
-  auto refresh_link_state = [&] {
-    auto snap = state.snapshot();
-    if (!snap) return;
-    engine->SetLinkState(snap->topology_version, telemetry.BackgroundBps(*snap->topology),
-                         telemetry.Degraded(*snap->topology));
-  };
+  ConnectorFeed feed;
   std::unique_ptr<connectors::SourceManager> sources;
-  if (!connectors_config->sources.empty()) {
+  if (!daemon_config.connectors.sources.empty()) {
     connectors::SourceManagerOptions so;
-    so.profiles = connectors_config->profiles;
+    so.profiles = daemon_config.connectors.profiles;
     sources = std::make_unique<connectors::SourceManager>(
-        connectors_config->sources, std::move(so), [&](const connectors::Update& u) {
-          if ((u.topology_changed || u.jobs_changed) && (u.topology || state.snapshot())) {
-            auto start = std::chrono::steady_clock::now();
-            auto put = state.PutSpecs(u.topology.get(), u.jobs.get(), "source:" + u.source);
-            double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-            if (!put) {
-              connectors_log->error("source {}: not applied: {}", u.source, put.error().message);
-            } else if (put->created) {
-              auto snap = state.snapshot();
-              connectors_log->info("source {}: topology v{}, jobs v{} published ({} jobs, {} dropped) in {:.0f} ms",
-                                   u.source, snap->topology_version, snap->jobs_version, snap->jobs->size(),
-                                   put->dropped_jobs.size(), ms);
-              for (const auto& d : put->dropped_jobs) connectors_log->warn("job left out: {}", d);
-            }
-          }
-          if (u.telemetry_changed) telemetry.Set(u.telemetry);
-          refresh_link_state();
-        });
-    log->info("{} data source(s) configured", connectors_config->sources.size());
+        daemon_config.connectors.sources, std::move(so),
+        [&](const connectors::Update& u) { feed.Apply(u, state, telemetry, *connectors_log); });
+    log->info("{} data source(s) configured", daemon_config.connectors.sources.size());
   }
 
   server::ApiHooks hooks;
@@ -247,31 +322,32 @@ int RunServe(const ServeArgs& args) {
     });
   }
   hooks.links = [&](const server::ApiRequest& req) -> Result<nlohmann::json> {
-    auto snap = state.snapshot();
-    if (!snap) return MakeError(ErrorCode::kUnavailable, "no snapshot loaded yet");
+    auto view = state.view();  // one view for the whole answer
+    if (!view->snapshot) return MakeError(ErrorCode::kUnavailable, "no snapshot loaded yet");
+    const auto& topo = *view->snapshot->topology;
     bool degraded = req.target.find("degraded=true") != std::string::npos ||
                     req.target.find("degraded=1") != std::string::npos;
-    auto out = telemetry.LinksJson(*snap->topology, degraded);
+    auto out = telemetry.LinksJson(topo, degraded);
     if (degraded) {
       // What draining each degraded link would do, job level: the advisor's
       // proposal to take a degrading link out before it hurts more.
-      server::EngineContext ctx;
-      ctx.snapshot = snap;
-      ctx.active = state.ActiveDrainUnion(*snap->topology);
-      ctx.now = std::chrono::duration_cast<std::chrono::seconds>(
-                    std::chrono::system_clock::now().time_since_epoch()).count();
-      ctx.stop = req.stop;
+      engine::Call call{std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count(),
+                        req.stop};
       int n = 0;
       for (auto& l : out["links"]) {
         if (n++ >= 32) break;
         nlohmann::json request = {{"drain", {{"links", {{{"a", l["a"]}, {"b", l["b"]}, {"a_port", l["a_port"]}}}}}},
                                   {"modes", {"job"}},
                                   {"recommend", false}};
-        auto a = engine->Assess(ctx, request);
+        auto typed = engine::ParseAssessRequest(request, topo);
+        if (!typed) continue;
+        auto a = engine->Assess(*view, *typed, call);
         if (a) {
-          l["drain_impact"] = {{"verdict", a->verdict},
-                               {"jobs_affected", a->body["summary"]["jobs_affected"]},
-                               {"jobs_disconnected", a->body["summary"]["jobs_disconnected"]},
+          const auto& s = a->assessment.scenario;
+          l["drain_impact"] = {{"verdict", std::string(policies::DecisionName(s.verdict.decision))},
+                               {"jobs_affected", s.jobs_affected},
+                               {"jobs_disconnected", s.jobs_disconnected},
                                {"request", request}};
         }
       }
@@ -289,14 +365,9 @@ int RunServe(const ServeArgs& args) {
     metrics.Observe("drainwise_simulation_duration_seconds", {{"kind", kind}}, seconds);
   };
   server::Api api(&state, engine.get(), hooks);
-  if (!cfg.server.tokens_file.empty()) {
-    auto tokens = server::TokenTable::Load(cfg.server.tokens_file);
-    if (!tokens) {
-      log->error("{}", tokens.error().message);
-      return 1;
-    }
-    log->info("authentication on: {} tokens from {}", tokens->size(), cfg.server.tokens_file);
-    api.RequireTokens(std::make_shared<const server::TokenTable>(std::move(*tokens)));
+  if (daemon_config.tokens) {
+    log->info("authentication on: {} tokens from {}", daemon_config.tokens->size(), cfg.server.tokens_file);
+    api.RequireTokens(daemon_config.tokens);
   }
   server::HttpServer http(&api, cfg.server, http_log);
   http.OnRequest([&metrics](const server::RequestStats& s) {
@@ -307,15 +378,16 @@ int RunServe(const ServeArgs& args) {
     metrics.Observe("drainwise_http_request_duration_seconds", {{"route", s.route}}, s.seconds);
   });
   metrics.OnScrape([&state, &http](server::Metrics& m) {
-    if (auto snap = state.snapshot()) {
+    auto view = state.view();
+    if (const auto& snap = view->snapshot) {
       m.Set("drainwise_snapshot_version", {{"kind", "topology"}}, static_cast<double>(snap->topology_version));
       m.Set("drainwise_snapshot_version", {{"kind", "jobs"}}, static_cast<double>(snap->jobs_version));
       auto now = std::chrono::duration_cast<std::chrono::seconds>(
                      std::chrono::system_clock::now().time_since_epoch()).count();
-      m.Set("drainwise_snapshot_age_seconds", {}, static_cast<double>(now - state.published_at()));
+      m.Set("drainwise_snapshot_age_seconds", {}, static_cast<double>(now - view->published_at));
       m.Set("drainwise_jobs", {}, static_cast<double>(snap->jobs->size()));
     }
-    m.Set("drainwise_active_drains", {}, static_cast<double>(state.active_drains().size()));
+    m.Set("drainwise_active_drains", {}, static_cast<double>(view->drains.size()));
     m.Set("drainwise_simulations_queued", {}, static_cast<double>(http.queued()));
   });
   if (auto st = http.Start(); !st) {
@@ -347,13 +419,39 @@ int RunServe(const ServeArgs& args) {
   SdWatchdog watchdog;
   if (watchdog.active()) log->info("systemd watchdog on ({} ms)", SdWatchdogInterval().count() / 1000);
 
-  boost::asio::io_context signals_ctx;
-  boost::asio::signal_set signals(signals_ctx, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-    if (!ec) log->info("signal {}: shutting down", sig);
-    SdNotify("STOPPING=1");
-    http.Stop();
-  });
+  // SIGTERM / SIGINT: stop accepting, cancel every running simulation
+  // (HttpServer::Stop fires their stop tokens) and exit 0. The exit is
+  // bounded: a daemon still not gone kShutdownLimit later (a simulation
+  // that does not look at its stop token, a worker pool being joined) logs
+  // it and exits 1 at once, within the 10 s we promise (systemd's
+  // TimeoutStopSec is 30 s). SIGHUP: reload, never exit.
+  constexpr auto kShutdownLimit = std::chrono::seconds(8);
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        if (sig == SIGHUP) {
+          auto r = Reload(args.config_path, overrides, daemon_config, state, telemetry);
+          if (r) {
+            log->info("SIGHUP: reloaded {}", *r);
+          } else {
+            log->error("SIGHUP: configuration not reloaded, the running one stays: {}", r.error().message);
+          }
+          signals.async_wait(on_signal);
+          return;
+        }
+        log->info("signal {}: shutting down (cancelling {} queued or running simulations)", sig, http.queued());
+        SdNotify("STOPPING=1");
+        // The guard outlives RunServe (the worker pool is joined by
+        // destructors after it returns), so it holds nothing of this frame.
+        std::thread([guard_log = log, limit = kShutdownLimit] {
+          std::this_thread::sleep_for(limit);
+          guard_log->error("still shutting down {} s after the signal: exiting now", limit.count());
+          guard_log->flush();
+          std::_Exit(1);
+        }).detach();
+        http.Stop();
+      };
+  signals.async_wait(on_signal);
   std::thread signal_thread([&] { signals_ctx.run(); });
   if (sources) sources->Start();
   http.Wait();

@@ -23,6 +23,25 @@ bool LiveTelemetry::empty() const {
   return !interfaces_ || interfaces_->empty();
 }
 
+void LiveTelemetry::SetThresholds(connectors::DegradedThresholds thresholds) {
+  std::lock_guard lock(mu_);
+  thresholds_ = thresholds;
+}
+
+connectors::DegradedThresholds LiveTelemetry::Thresholds() const {
+  std::lock_guard lock(mu_);
+  return thresholds_;
+}
+
+std::shared_ptr<const engine::LinkState> LiveTelemetry::LinkStateFor(const model::Snapshot& snapshot) const {
+  if (empty()) return nullptr;
+  auto state = std::make_shared<engine::LinkState>();
+  state->topology_version = snapshot.topology_version;
+  state->background_bps = BackgroundBps(*snapshot.topology);
+  state->degraded = Degraded(*snapshot.topology);
+  return state;
+}
+
 connectors::LinkTelemetrySet LiveTelemetry::Map(const model::Topology& topology) const {
   std::shared_ptr<const std::vector<connectors::InterfaceTelemetry>> ifs;
   {
@@ -48,8 +67,9 @@ std::vector<double> LiveTelemetry::BackgroundBps(const model::Topology& topology
 std::vector<std::pair<model::LinkId, std::vector<std::string>>> LiveTelemetry::Degraded(
     const model::Topology& topology) const {
   std::vector<std::pair<model::LinkId, std::vector<std::string>>> out;
+  const auto thresholds = Thresholds();
   for (const auto& lt : Map(topology).links) {
-    auto reasons = connectors::DegradedReasons(lt, thresholds_);
+    auto reasons = connectors::DegradedReasons(lt, thresholds);
     if (!reasons.empty()) out.emplace_back(lt.link, std::move(reasons));
   }
   return out;
@@ -80,18 +100,19 @@ json LinkTelemetryJson(const model::Topology& t, const connectors::LinkTelemetry
 
 json LiveTelemetry::LinksJson(const model::Topology& topology, bool degraded_only) const {
   auto set = Map(topology);
+  const auto thresholds = Thresholds();
   json links = json::array();
   for (const auto& lt : set.links) {
-    auto reasons = connectors::DegradedReasons(lt, thresholds_);
+    auto reasons = connectors::DegradedReasons(lt, thresholds);
     if (degraded_only && reasons.empty()) continue;
     links.push_back(LinkTelemetryJson(topology, lt, reasons));
   }
   return {{"links", links},
           {"unmatched_interfaces", set.unmatched},
           {"thresholds",
-           {{"max_errors_per_s", thresholds_.max_errors_per_s},
-            {"max_discards_per_s", thresholds_.max_discards_per_s},
-            {"max_utilization", thresholds_.max_utilization}}}};
+           {{"max_errors_per_s", thresholds.max_errors_per_s},
+            {"max_discards_per_s", thresholds.max_discards_per_s},
+            {"max_utilization", thresholds.max_utilization}}}};
 }
 
 Result<json> LiveTelemetry::JobPaths(const model::Snapshot& snapshot, const std::string& job_id) const {
@@ -135,6 +156,7 @@ Result<json> LiveTelemetry::JobPaths(const model::Snapshot& snapshot, const std:
     }
   }
   auto set = Map(topo);
+  const auto thresholds = Thresholds();
   std::map<uint32_t, const connectors::LinkTelemetry*> by_link;
   for (const auto& lt : set.links) by_link[lt.link.value] = &lt;
   std::vector<std::pair<uint32_t, double>> ordered(share.begin(), share.end());
@@ -144,7 +166,7 @@ Result<json> LiveTelemetry::JobPaths(const model::Snapshot& snapshot, const std:
   for (const auto& [l, w] : ordered) {
     json o = {{"link", topo.LinkName(model::LinkId(l))}, {"share", pairs_total > 0 ? w / pairs_total : 0.0}};
     if (auto it = by_link.find(l); it != by_link.end()) {
-      auto reasons = connectors::DegradedReasons(*it->second, thresholds_);
+      auto reasons = connectors::DegradedReasons(*it->second, thresholds);
       o["utilisation"] = it->second->Utilization();
       o["degraded"] = !reasons.empty();
       o["reasons"] = reasons;

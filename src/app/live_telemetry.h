@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "connectors/telemetry.h"
+#include "engine/view.h"
 #include "model/error.h"
 #include "model/snapshot.h"
 
@@ -27,6 +28,11 @@ class LiveTelemetry {
 
   void Set(std::shared_ptr<const std::vector<connectors::InterfaceTelemetry>> interfaces);
   bool empty() const;
+  void SetThresholds(connectors::DegradedThresholds thresholds);
+
+  // The telemetry mapped onto `snapshot`'s topology, for the serving view
+  // (server::State::SetLinkStateSource); null when there is none.
+  std::shared_ptr<const engine::LinkState> LinkStateFor(const model::Snapshot& snapshot) const;
 
   // Per directed link (2 * link + 0 for a -> b, 1 for b -> a) of `topology`;
   // empty when there is no telemetry.
@@ -44,8 +50,10 @@ class LiveTelemetry {
  private:
   connectors::LinkTelemetrySet Map(const model::Topology& topology) const;
 
-  connectors::DegradedThresholds thresholds_;
+  connectors::DegradedThresholds Thresholds() const;
+
   mutable std::mutex mu_;
+  connectors::DegradedThresholds thresholds_;
   std::shared_ptr<const std::vector<connectors::InterfaceTelemetry>> interfaces_;
 };
 

@@ -174,14 +174,6 @@ ApiResponse Api::Handle(const ApiRequest& request) {
   return Handle(rr);
 }
 
-EngineContext Api::Context(const ApiRequest& req, model::SnapshotPtr snapshot) const {
-  EngineContext ctx;
-  ctx.active = state_->ActiveDrainUnion(*snapshot->topology);
-  ctx.active_drain_count = static_cast<int>(state_->active_drains().size());
-  ctx.snapshot = std::move(snapshot);
-  ctx.now = routing::NowSeconds();
-  ctx.stop = req.stop;
-  return ctx;
-}
+engine::Call Api::Call(const ApiRequest& req) { return engine::Call{routing::NowSeconds(), req.stop}; }
 
 }  // namespace drainwise::server

@@ -173,7 +173,9 @@ class Api {
   ApiResponse PostCalibration(const RoutedRequest& rr);
   ApiResponse PutCalibration(const RoutedRequest& rr);
 
-  EngineContext Context(const ApiRequest& req, model::SnapshotPtr snapshot) const;
+  // The time and the cancellation of an engine call for `req`; the view
+  // comes from state_->view(), read once per request.
+  static engine::Call Call(const ApiRequest& req);
 
   State* state_;
   Engine* engine_;

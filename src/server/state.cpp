@@ -16,28 +16,83 @@ int64_t Now() {
 }
 }  // namespace
 
-State::State(store::Store* store) : store_(store) {}
-
-model::SnapshotPtr State::snapshot() const {
-  std::lock_guard lock(mu_);
-  return snapshot_;
+State::State(store::Store* store) : store_(store) {
+  ServingView first;
+  auto policy = policies::DefaultPolicy();
+  first.policy = std::make_shared<const policies::Policy>(policy ? std::move(*policy) : policies::Policy{});
+  first.calibration = std::make_shared<const engine::Calibration>();
+  engine::UpdateDerived(first, nullptr);
+  view_ = std::make_shared<const ServingView>(std::move(first));
 }
 
-int64_t State::published_at() const {
-  std::lock_guard lock(mu_);
-  return published_at_;
+ViewPtr State::view() const {
+  std::lock_guard lock(view_mu_);
+  return view_;
 }
 
-Result<PutOutcome> State::Publish(std::shared_ptr<const model::Topology> topology, int64_t topology_version,
-                                  model::JobsSpec jobs, int64_t jobs_version) {
+model::Drain ResolveActive(const std::vector<ActiveDrain>& drains, const model::Topology& topology) {
+  model::Drain all;
+  for (const auto& d : drains) {
+    for (const auto& s : d.spec.switches) {
+      model::DrainSpec one;
+      one.switches.push_back(s);
+      if (auto r = model::ResolveDrain(one, topology)) all = all.Merge(*r);
+    }
+    for (const auto& l : d.spec.links) {
+      model::DrainSpec one;
+      one.links.push_back(l);
+      if (auto r = model::ResolveDrain(one, topology)) all = all.Merge(*r);
+    }
+  }
+  return all;
+}
+
+void State::PublishLocked(ServingView next, bool new_snapshot) {
+  ViewPtr previous = view();
+  next.version = previous->version + 1;
+  if (next.snapshot) {
+    next.active = ResolveActive(next.drains, *next.snapshot->topology);
+  } else {
+    next.active = {};
+  }
+  next.active_drain_count = static_cast<int>(next.drains.size());
+  if (new_snapshot && next.snapshot && link_state_source_ &&
+      (!previous->snapshot || previous->snapshot->topology != next.snapshot->topology)) {
+    // Link ids belong to a topology: map the telemetry onto the new one.
+    next.link_state = link_state_source_(*next.snapshot);
+  }
+  engine::UpdateDerived(next, previous.get());
+  auto published = std::make_shared<const ServingView>(std::move(next));
+  std::lock_guard lock(view_mu_);
+  view_ = std::move(published);
+}
+
+Result<PutOutcome> State::PublishSnapshotLocked(std::shared_ptr<const model::Topology> topology,
+                                                int64_t topology_version, model::JobsSpec jobs, int64_t jobs_version) {
   auto snap = model::MakeSnapshot(std::move(topology), topology_version, jobs, jobs_version);
   PutOutcome out;
   out.dropped_jobs = snap->dropped_jobs;
-  std::lock_guard lock(mu_);
-  snapshot_ = std::move(snap);
+  out.snapshot = snap;
+  ServingView next = *view();
+  next.snapshot = std::move(snap);
+  next.published_at = Now();
   jobs_spec_ = std::move(jobs);
-  published_at_ = Now();
+  PublishLocked(std::move(next), true);
   return out;
+}
+
+Result<std::vector<ActiveDrain>> State::ReadDrainsLocked() {
+  auto records = store_->ListDrains(true);
+  if (!records) return tl::unexpected(records.error());
+  std::vector<ActiveDrain> drains;
+  for (auto& r : *records) {
+    auto j = codec::ParseJsonText(r.spec);
+    if (!j) continue;  // validated when recorded; a damaged row cannot drain anything
+    auto spec = codec::ParseDrain(*j);
+    if (!spec) continue;
+    drains.push_back({std::move(r), std::move(*spec)});
+  }
+  return drains;
 }
 
 Result<bool> State::LoadLatest() {
@@ -63,10 +118,17 @@ Result<bool> State::LoadLatest() {
     jobs = std::move(*spec);
     jobs_version = (*jobs_doc)->info.version;
   }
-  auto out = Publish(std::make_shared<const model::Topology>(std::move(*topo)), (*topo_doc)->info.version,
-                     std::move(jobs), jobs_version);
-  if (!out) return tl::unexpected(out.error());
-  if (auto st = ReloadDrains(); !st) return tl::unexpected(st.error());
+  auto drains = ReadDrainsLocked();
+  if (!drains) return tl::unexpected(drains.error());
+  // One publication: the stored snapshot with its drains.
+  auto snap = model::MakeSnapshot(std::make_shared<const model::Topology>(std::move(*topo)),
+                                  (*topo_doc)->info.version, jobs, jobs_version);
+  ServingView next = *view();
+  next.snapshot = std::move(snap);
+  next.published_at = Now();
+  next.drains = std::move(*drains);
+  jobs_spec_ = std::move(jobs);
+  PublishLocked(std::move(next), true);
   return true;
 }
 
@@ -83,23 +145,15 @@ Result<PutOutcome> State::PutTopology(const nlohmann::json& doc, const std::stri
   info.links = static_cast<int64_t>(topo->link_count());
   auto put = store_->PutDocument(info, codec::TopologySpecToJson(*spec).dump());
   if (!put) return tl::unexpected(put.error());
-  auto current = snapshot();
+  auto current = view()->snapshot;
   if (!put->created && current && current->topology_version == put->version) {
-    return PutOutcome{put->version, false, current->dropped_jobs};
+    return PutOutcome{put->version, false, current->dropped_jobs, current};
   }
-  model::JobsSpec jobs;
-  int64_t jobs_version = 0;
-  if (current) {
-    std::lock_guard lock(mu_);
-    jobs = jobs_spec_;
-    jobs_version = current->jobs_version;
-  }
-  auto out = Publish(std::make_shared<const model::Topology>(std::move(*topo)), put->version, std::move(jobs),
-                     jobs_version);
+  auto out = PublishSnapshotLocked(std::make_shared<const model::Topology>(std::move(*topo)), put->version,
+                                   jobs_spec_, current ? current->jobs_version : 0);
   if (!out) return out;
   out->version = put->version;
   out->created = put->created;
-  if (auto st = ReloadDrains(); !st) return tl::unexpected(st.error());
   return out;
 }
 
@@ -107,7 +161,7 @@ Result<PutOutcome> State::PutJobs(const nlohmann::json& doc, const std::string& 
   auto spec = codec::ParseJobs(doc);
   if (!spec) return tl::unexpected(spec.error());
   std::lock_guard wlock(write_mu_);
-  auto current = snapshot();
+  auto current = view()->snapshot;
   if (!current) return MakeError(ErrorCode::kConflict, "no topology yet: PUT /v1/topology first");
   if (auto strict = model::ResolveJobs(*spec, *current->topology); !strict) {
     return tl::unexpected(strict.error());
@@ -118,8 +172,10 @@ Result<PutOutcome> State::PutJobs(const nlohmann::json& doc, const std::string& 
   info.items = static_cast<int64_t>(spec->jobs.size());
   auto put = store_->PutDocument(info, codec::JobsSpecToJson(*spec).dump());
   if (!put) return tl::unexpected(put.error());
-  if (!put->created && current->jobs_version == put->version) return PutOutcome{put->version, false, {}};
-  auto out = Publish(current->topology, current->topology_version, std::move(*spec), put->version);
+  if (!put->created && current->jobs_version == put->version) {
+    return PutOutcome{put->version, false, current->dropped_jobs, current};
+  }
+  auto out = PublishSnapshotLocked(current->topology, current->topology_version, std::move(*spec), put->version);
   if (!out) return out;
   out->version = put->version;
   out->created = put->created;
@@ -128,6 +184,12 @@ Result<PutOutcome> State::PutJobs(const nlohmann::json& doc, const std::string& 
 
 Result<PutOutcome> State::PutBoth(const nlohmann::json& topology_doc, const nlohmann::json& jobs_doc,
                                   const std::string& source) {
+  std::lock_guard wlock(write_mu_);
+  return PutBothLocked(topology_doc, jobs_doc, source);
+}
+
+Result<PutOutcome> State::PutBothLocked(const nlohmann::json& topology_doc, const nlohmann::json& jobs_doc,
+                                        const std::string& source) {
   // Validate both before storing either: never half a snapshot.
   auto tspec = codec::ParseTopology(topology_doc);
   if (!tspec) return tl::unexpected(tspec.error().Wrap("topology"));
@@ -135,7 +197,6 @@ Result<PutOutcome> State::PutBoth(const nlohmann::json& topology_doc, const nloh
   if (!topo) return tl::unexpected(topo.error().Wrap("topology"));
   auto jspec = codec::ParseJobs(jobs_doc);
   if (!jspec) return tl::unexpected(jspec.error().Wrap("jobs"));
-  std::lock_guard wlock(write_mu_);
   store::DocumentInfo tinfo;
   tinfo.kind = store::DocKind::kTopology;
   tinfo.source = source;
@@ -149,78 +210,90 @@ Result<PutOutcome> State::PutBoth(const nlohmann::json& topology_doc, const nloh
   jinfo.items = static_cast<int64_t>(jspec->jobs.size());
   auto jput = store_->PutDocument(jinfo, codec::JobsSpecToJson(*jspec).dump());
   if (!jput) return tl::unexpected(jput.error());
-  auto current = snapshot();
+  auto current = view()->snapshot;
   if (current && current->topology_version == tput->version && current->jobs_version == jput->version) {
-    return PutOutcome{tput->version, false, current->dropped_jobs};
+    return PutOutcome{tput->version, false, current->dropped_jobs, current};
   }
-  auto out = Publish(std::make_shared<const model::Topology>(std::move(*topo)), tput->version,
-                     std::move(*jspec), jput->version);
+  std::shared_ptr<const model::Topology> topology;
+  if (current && current->topology_version == tput->version) {
+    topology = current->topology;  // unchanged: keep the built one (and link state keyed to it)
+  } else {
+    topology = std::make_shared<const model::Topology>(std::move(*topo));
+  }
+  auto out = PublishSnapshotLocked(std::move(topology), tput->version, std::move(*jspec), jput->version);
   if (!out) return out;
   out->version = tput->version;
   out->created = tput->created || jput->created;
-  if (auto st = ReloadDrains(); !st) return tl::unexpected(st.error());
   return out;
 }
 
 Result<PutOutcome> State::PutSpecs(const model::TopologySpec* topology, const model::JobsSpec* jobs,
                                    const std::string& source) {
+  // The documents a connector leaves out are the current ones as of the
+  // writer lock, not as of some earlier read: a PUT /v1/jobs that landed in
+  // between is kept, never overwritten with the jobs it replaced.
+  std::lock_guard wlock(write_mu_);
+  auto current = view()->snapshot;
   nlohmann::json tdoc, jdoc;
-  {
-    auto current = snapshot();
-    if (topology) {
-      tdoc = codec::TopologySpecToJson(*topology);
-    } else if (current) {
-      tdoc = codec::TopologyToJson(*current->topology);
-    } else {
-      return MakeError(ErrorCode::kUnavailable, "no topology yet: waiting for a topology source");
-    }
-    if (jobs) {
-      jdoc = codec::JobsSpecToJson(*jobs);
-    } else {
-      std::lock_guard lock(mu_);
-      jdoc = codec::JobsSpecToJson(jobs_spec_);
-    }
+  if (topology) {
+    tdoc = codec::TopologySpecToJson(*topology);
+  } else if (current) {
+    tdoc = codec::TopologyToJson(*current->topology);
+  } else {
+    return MakeError(ErrorCode::kUnavailable, "no topology yet: waiting for a topology source");
   }
-  return PutBoth(tdoc, jdoc, source);
+  jdoc = codec::JobsSpecToJson(jobs ? *jobs : jobs_spec_);
+  return PutBothLocked(tdoc, jdoc, source);
 }
 
 Status State::ReloadDrains() {
-  auto records = store_->ListDrains(true);
-  if (!records) return tl::unexpected(records.error());
-  std::vector<ActiveDrain> drains;
-  for (auto& r : *records) {
-    auto j = codec::ParseJsonText(r.spec);
-    if (!j) continue;
-    auto spec = codec::ParseDrain(*j);
-    if (!spec) continue;
-    drains.push_back({std::move(r), std::move(*spec)});
-  }
-  std::lock_guard lock(mu_);
-  drains_ = std::move(drains);
+  std::lock_guard wlock(write_mu_);
+  auto drains = ReadDrainsLocked();
+  if (!drains) return tl::unexpected(drains.error());
+  ServingView next = *view();
+  next.drains = std::move(*drains);
+  PublishLocked(std::move(next), false);
   return {};
 }
 
-std::vector<ActiveDrain> State::active_drains() const {
-  std::lock_guard lock(mu_);
-  return drains_;
+void State::SetPolicy(policies::Policy policy) {
+  std::lock_guard wlock(write_mu_);
+  ServingView next = *view();
+  next.policy = std::make_shared<const policies::Policy>(std::move(policy));
+  PublishLocked(std::move(next), false);
 }
 
-model::Drain State::ActiveDrainUnion(const model::Topology& topology) const {
-  model::Drain all;
-  for (const auto& d : active_drains()) {
-    // Resolve element by element so that one vanished switch does not hide the rest.
-    for (const auto& s : d.spec.switches) {
-      model::DrainSpec one;
-      one.switches.push_back(s);
-      if (auto r = model::ResolveDrain(one, topology)) all = all.Merge(*r);
-    }
-    for (const auto& l : d.spec.links) {
-      model::DrainSpec one;
-      one.links.push_back(l);
-      if (auto r = model::ResolveDrain(one, topology)) all = all.Merge(*r);
-    }
+void State::SetCalibration(engine::Calibration calibration) {
+  std::lock_guard wlock(write_mu_);
+  ServingView next = *view();
+  if (calibration.source != "configuration") {
+    // A fit or an operator's parameters: only the transport parameters are
+    // theirs; the other options are the ones in force now (a SIGHUP may
+    // have changed them since the caller read its view).
+    calibration = engine::Rebase(calibration, next.calibration->options);
   }
-  return all;
+  next.calibration = std::make_shared<const engine::Calibration>(std::move(calibration));
+  PublishLocked(std::move(next), false);
+}
+
+void State::SetAdvisorOptions(const advisor::AdvisorOptions& base) {
+  std::lock_guard wlock(write_mu_);
+  ServingView next = *view();
+  next.calibration = std::make_shared<const engine::Calibration>(engine::Rebase(*next.calibration, base));
+  PublishLocked(std::move(next), false);
+}
+
+void State::SetLinkStateSource(LinkStateSource source) {
+  std::lock_guard wlock(write_mu_);
+  link_state_source_ = std::move(source);
+}
+
+void State::RefreshLinkState() {
+  std::lock_guard wlock(write_mu_);
+  ServingView next = *view();
+  if (!next.snapshot || !link_state_source_) return;
+  next.link_state = link_state_source_(*next.snapshot);
+  PublishLocked(std::move(next), false);
 }
 
 }  // namespace drainwise::server

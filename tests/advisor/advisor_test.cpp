@@ -6,6 +6,7 @@
 #include <set>
 
 #include "advisor/advisor.h"
+#include "advisor/sim_cache.h"
 #include "codec/json_reader.h"
 #include "codec/native.h"
 #include "fabric/generator.h"
@@ -280,4 +281,38 @@ TEST_CASE("alternatives are ranked safest first") {
   CHECK(order == std::vector<std::string>{"leaf2", "spine0", "leaf0"});
   // The scenario itself is the best alternative.
   CHECK(snap->topology->node(a->scenario.drain.switches.front()).name == "leaf2");
+}
+
+TEST_CASE("the snapshot's SimCache serves every advisor; migrations simulate on caches of their own") {
+  auto snap = testing::SnapshotFromJson(ThreeLeaves(), Jobs(100));
+  auto cache = std::make_shared<advisor::SimCache>(snap);
+  advisor::Context ctx{snap, {}, 1796083200, cache};
+  advisor::AdvisorOptions slow;
+  slow.flow.goodput = 0.5;
+  advisor::Advisor a1({}), a2(slow);  // two calibrations, one snapshot
+  auto req = DrainReq(*snap->topology, {{"switches", {"leaf0"}}}, true);
+  auto r1 = a1.Assess(ctx, req, DefaultPolicy());
+  REQUIRE(r1.has_value());
+  // One job index, one flow simulator (the migrations' moved snapshots did
+  // not land in the snapshot's cache).
+  CHECK(cache->stats().job_indexes_built == 1);
+  CHECK(cache->stats().flow_sims_built == 1);
+  auto r2 = a2.Assess(ctx, req, DefaultPolicy());
+  REQUIRE(r2.has_value());
+  CHECK(cache->stats().job_indexes_built == 1);  // shared
+  CHECK(cache->stats().flow_sims_built == 2);    // another goodput: another flow model
+  CHECK(cache->stats().flow_sims_held == 2);
+  CHECK(a1.JobIndex(ctx) == a2.JobIndex(ctx));
+  // Same answer as an advisor with caches of its own.
+  advisor::Advisor own({});
+  auto r3 = own.Assess(Ctx(snap), req, DefaultPolicy());
+  REQUIRE(r3.has_value());
+  CHECK(r3->scenario.verdict.decision == r1->scenario.verdict.decision);
+  CHECK(r3->recommendations.size() == r1->recommendations.size());
+  // A cache of another snapshot is not used.
+  auto other = testing::SnapshotFromJson(ThreeLeaves(), Jobs(100));
+  advisor::Context wrong{other, {}, 1796083200, cache};
+  REQUIRE(a1.Assess(wrong, DrainReq(*other->topology, {{"switches", {"leaf0"}}}, false), DefaultPolicy()).has_value());
+  CHECK(cache->stats().job_indexes_built == 1);
+  CHECK(a1.JobIndex(wrong) != a1.JobIndex(ctx));
 }

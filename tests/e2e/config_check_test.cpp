@@ -52,3 +52,31 @@ TEST_CASE("config check: valid, invalid field, missing policy file, bad policy, 
   CHECK(out.find("\"queue_limit\": 16") != std::string::npos);  // defaults filled in
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("config check validates sources with the message serve gives") {
+  std::string dir = testing::MakeTempDir();
+  std::string out, err, serve_out, serve_err;
+  auto bad = Write(dir, "bad-sources.json",
+                   R"({"sources":[{"name":"nb","kind":"netbox","url":"http://127.0.0.1:9/","refresh_s":-1}]})");
+  CHECK(testing::RunDrainwise({"config", "check", bad}, &out, &err) == 1);
+  CHECK(err.find("refresh_s") != std::string::npos);
+  std::string message = err.substr(0, err.find('\n'));
+  REQUIRE(!message.empty());
+  CHECK(testing::RunDrainwise({"serve", "--config", bad, "--db", dir + "/d.db", "--listen", "127.0.0.1:0"},
+                              &serve_out, &serve_err) == 1);
+  CHECK_MESSAGE(serve_err.find(message) != std::string::npos, "serve said: " << serve_err);
+
+  auto kind = Write(dir, "bad-kind.json", R"({"sources":[{"name":"x","kind":"nosuch","path":"/nonexistent"}]})");
+  CHECK(testing::RunDrainwise({"config", "check", kind}, &out, &err) == 1);
+  CHECK(err.find("nosuch") != std::string::npos);
+  message = err.substr(0, err.find('\n'));
+  CHECK(testing::RunDrainwise({"serve", "--config", kind, "--db", dir + "/d.db", "--listen", "127.0.0.1:0"},
+                              &serve_out, &serve_err) == 1);
+  CHECK_MESSAGE(serve_err.find(message) != std::string::npos, "serve said: " << serve_err);
+
+  auto good = Write(dir, "good-sources.json", R"({"sources":[{"name":"t","kind":"native","path":")" + dir +
+                                                  R"(/topology.json"}]})");
+  CHECK(testing::RunDrainwise({"config", "check", good}, &out, &err) == 0);
+  CHECK(out.find("1 sources") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}

@@ -12,39 +12,42 @@ using nlohmann::json;
 
 namespace {
 
+// The engine's typed interface with canned answers: every assessment is
+// "allow" with nothing affected, the model predicts 1.0 s undrained and
+// 1.5 s with any drain. Requests reach it typed (the server's codec parsed
+// them), so it records what it was given.
 class FakeEngine : public server::Engine {
  public:
   int assessments = 0;
-  server::EngineContext last;
-  Result<server::EngineResult> Assess(const server::EngineContext& ctx, const json& request) override {
+  model::Drain last_active;         // the view's active drains at the last assessment
+  int last_active_drain_count = 0;
+  Result<engine::AssessOutcome> Assess(const engine::View& view, const engine::AssessRequest& request,
+                                       const engine::Call&) override {
     ++assessments;
-    last = ctx;
-    if (!request.contains("drain")) return InvalidArgument("drain: required");
-    return server::EngineResult{{{"jobs", json::array()}, {"echo", request["drain"]}}, "allow"};
+    last_active = view.active;
+    last_active_drain_count = view.active_drain_count;
+    engine::AssessOutcome out;
+    out.assessment.scenario.drain = request.drain;
+    out.assessment.scenario.combined = view.active.Merge(request.drain);
+    return out;
   }
-  Result<json> DrainCandidates(const server::EngineContext&, const std::string& tier,
-                               const std::vector<std::string>& switches) override {
-    return json{{"tier", tier}, {"switches", switches}};
+  Result<engine::CandidatesOutcome> DrainCandidates(const engine::View&, const engine::CandidatesRequest& request,
+                                                    const engine::Call&) override {
+    return engine::CandidatesOutcome{{}, request.tier, 0};
   }
-  Result<server::EngineResult> Plan(const server::EngineContext&, const json&) override {
-    return server::EngineResult{{{"batches", json::array()}}, "allow"};
+  Result<engine::PlanOutcome> Plan(const engine::View&, const engine::PlanRequest&, const engine::Call&) override {
+    return engine::PlanOutcome{};
   }
-  json PolicyJson() const override { return {{"name", "fake"}}; }
-  Status SetPolicy(const json& p) override {
-    if (!p.contains("name")) return InvalidArgument("name: required");
-    return {};
-  }
-  Result<double> PredictIteration(const server::EngineContext&, const std::string& job, const model::Drain& d) override {
-    if (job != "j1") return NotFound("job: unknown job '" + job + "'");
+  Result<double> PredictIteration(const engine::View&, model::JobId, const model::Drain& d,
+                                  const engine::Call&) override {
     return d.empty() ? 1.0 : 1.5;  // the model: draining anything costs 50%
   }
-  json CalibrationJson() const override { return {{"goodput", 0.95}}; }
-  Result<json> Calibrate(const server::EngineContext&, const std::vector<store::ObservationRecord>& obs, bool) override {
-    return json{{"observations", obs.size()}};
-  }
-  Status SetCalibration(const json&) override { return {}; }
-  std::string RenderText(std::string_view kind, const json& body) const override {
-    return std::string(kind) + " " + body.value("verdict", "");
+  Result<engine::FitOutcome> Calibrate(const engine::View& view, const std::vector<engine::StoredObservation>& obs,
+                                       const engine::Call&) override {
+    engine::FitOutcome out;
+    out.fit.observations = static_cast<int>(obs.size());
+    out.fitted = *view.calibration;
+    return out;
   }
 };
 
@@ -142,12 +145,12 @@ TEST_CASE("assessments are stored, found by ticket, and idempotent") {
   CHECK(again.status == 200);
   CHECK(json::parse(again.body)["id"] == id);
   CHECK(f.engine.assessments == 1);  // the replay did not simulate again
-  CHECK(json::parse(f.Call("GET", "/v1/assessments/" + id).body)["echo"]["switches"][0] == "spine0");
+  CHECK(json::parse(f.Call("GET", "/v1/assessments/" + id).body)["drain"]["switches"][0] == "spine0");
   CHECK(json::parse(f.Call("GET", "/v1/assessments?ticket=CHG-7").body)["assessments"].size() == 1);
   CHECK(f.Call("GET", "/v1/assessments/nope").status == 404);
   auto text = f.Call("GET", "/v1/assessments/" + id + "?format=text");
   CHECK(text.content_type.rfind("text/plain", 0) == 0);
-  CHECK(text.body == "assessment allow\n");
+  CHECK(text.body.rfind("ALLOW  drain [spine0]  assessment " + id, 0) == 0);  // rendered from the stored record
   CHECK(f.Call("POST", "/v1/assessments", R"({"ticket":"x"})").status == 400);
 }
 
@@ -160,8 +163,8 @@ TEST_CASE("active drains are recorded, applied to assessments, and ended") {
   CHECK(f.Call("POST", "/v1/drains", R"({"drain":{"switches":["spine9"]}})").status == 400);
   CHECK(json::parse(f.Call("GET", "/v1/drains").body)["drains"].size() == 1);
   f.Call("POST", "/v1/assessments", R"({"drain":{"switches":["spine0"]}})");
-  CHECK(f.engine.last.active.switches.size() == 1);
-  CHECK(f.engine.last.active_drain_count == 1);
+  CHECK(f.engine.last_active.switches.size() == 1);
+  CHECK(f.engine.last_active_drain_count == 1);
   CHECK(f.Call("DELETE", "/v1/drains/" + id).status == 200);
   CHECK(f.Call("DELETE", "/v1/drains/" + id).status == 404);
   CHECK(json::parse(f.Call("GET", "/v1/drains").body)["drains"].empty());

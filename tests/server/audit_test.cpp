@@ -27,7 +27,8 @@ class CountingEngine : public server::Engine {
   // When set, Assess waits on `gate` after announcing itself on `entered`.
   std::promise<void>* entered = nullptr;
   std::shared_future<void> gate;
-  Result<server::EngineResult> Assess(const server::EngineContext&, const json& request) override {
+  Result<engine::AssessOutcome> Assess(const engine::View& view, const engine::AssessRequest& request,
+                                       const engine::Call&) override {
     ++assessments;
     if (entered) {
       entered->set_value();
@@ -35,29 +36,30 @@ class CountingEngine : public server::Engine {
     }
     // deny when the drain names spine0, else allow: a reused key must never
     // turn one verdict into the other.
-    bool deny = request["drain"].dump().find("spine0") != std::string::npos;
-    return server::EngineResult{{{"echo", request["drain"]}}, deny ? "deny" : "allow"};
+    bool deny = std::any_of(request.drain.switches.begin(), request.drain.switches.end(),
+                            [&](model::NodeId n) { return view.snapshot->topology->node(n).name == "spine0"; });
+    engine::AssessOutcome out;
+    out.assessment.scenario.drain = request.drain;
+    out.assessment.scenario.verdict.decision = deny ? policies::Decision::kDeny : policies::Decision::kAllow;
+    return out;
   }
-  Result<json> DrainCandidates(const server::EngineContext&, const std::string&,
-                               const std::vector<std::string>&) override {
-    return json::object();
+  Result<engine::CandidatesOutcome> DrainCandidates(const engine::View&, const engine::CandidatesRequest&,
+                                                    const engine::Call&) override {
+    return engine::CandidatesOutcome{};
   }
-  Result<server::EngineResult> Plan(const server::EngineContext&, const json&) override {
+  Result<engine::PlanOutcome> Plan(const engine::View&, const engine::PlanRequest&, const engine::Call&) override {
     ++plans;
-    return server::EngineResult{{{"batches", json::array()}}, "allow"};
+    return engine::PlanOutcome{};
   }
-  json PolicyJson() const override { return {{"name", "fake"}}; }
-  Status SetPolicy(const json&) override { return {}; }
-  Result<double> PredictIteration(const server::EngineContext&, const std::string&, const model::Drain&) override {
+  Result<double> PredictIteration(const engine::View&, model::JobId, const model::Drain&,
+                                  const engine::Call&) override {
     return 1.0;
   }
-  json CalibrationJson() const override { return json::object(); }
-  Result<json> Calibrate(const server::EngineContext&, const std::vector<store::ObservationRecord>&, bool) override {
-    return json::object();
-  }
-  Status SetCalibration(const json&) override { return {}; }
-  std::string RenderText(std::string_view kind, const json& body) const override {
-    return std::string(kind) + " " + body.value("verdict", "");
+  Result<engine::FitOutcome> Calibrate(const engine::View& view, const std::vector<engine::StoredObservation>&,
+                                       const engine::Call&) override {
+    engine::FitOutcome out;
+    out.fitted = *view.calibration;
+    return out;
   }
 };
 
@@ -214,7 +216,7 @@ TEST_CASE("every record names the principal apart from requested_by") {
   CHECK(json::parse(d.body)["requested_by"] == "alice");
   CHECK(json::parse(f.Call("bob", "GET", "/v1/drains").body)["drains"][0]["principal"] == "bob (operator)");
 
-  REQUIRE(f.Call("carol", "PUT", "/v1/policy", R"({"name":"p"})").status == 201);
+  REQUIRE(f.Call("carol", "PUT", "/v1/policy", R"({"format":"drainwise.policy/v1","name":"p"})").status == 201);
   auto snaps = json::parse(f.Call("bob", "GET", "/v1/snapshots").body);
   bool policy_seen = false;
   for (const auto& v : snaps["versions"]) {

@@ -33,6 +33,7 @@ class Daemon {
   Daemon& operator=(const Daemon&) = delete;
 
   bool started() const { return port_ != 0; }
+  int pid() const { return pid_; }  // for signals other than Stop()'s SIGTERM; -1 once stopped
   unsigned short port() const { return port_; }
   const std::string& dir() const { return dir_; }
   std::string db_path() const { return dir_ + "/d.db"; }

@@ -6,6 +6,7 @@
 
 #include "codec/json_reader.h"
 #include "codec/native.h"
+#include "engine/codec.h"
 #include "report/table.h"
 #include "server/api.h"
 #include "server/routes/common.h"
@@ -39,11 +40,10 @@ json RecordJson(const store::AssessmentRecord& r) {
 }
 
 // The answer for a stored record: 201 when just made, 200 when replayed.
-ApiResponse RecordResponse(const RoutedRequest& rr, const Engine& engine, const store::AssessmentRecord& rec,
-                           bool replayed) {
+ApiResponse RecordResponse(const RoutedRequest& rr, const store::AssessmentRecord& rec, bool replayed) {
   json out = RecordJson(rec);
   int status = replayed ? 200 : 201;
-  auto r = WantsText(rr.request, rr.query) ? TextResponse(status, engine.RenderText(rec.kind, out))
+  auto r = WantsText(rr.request, rr.query) ? TextResponse(status, engine::RenderText(rec.kind, out))
                                            : JsonResponse(status, out);
   r.headers.emplace_back("Location", "/v1/assessments/" + rec.id);
   if (replayed) r.headers.emplace_back("Idempotent-Replayed", "true");
@@ -53,8 +53,7 @@ ApiResponse RecordResponse(const RoutedRequest& rr, const Engine& engine, const 
 // What a request with an Idempotency-Key gets before any simulation: the
 // stored result when the principal used the key for this very request, a
 // 422 when for another one; nothing when the key is new (or expired).
-std::optional<ApiResponse> Replay(const RoutedRequest& rr, store::Store& store, const Engine& engine,
-                                  const routing::IdempotencyKey& key) {
+std::optional<ApiResponse> Replay(const RoutedRequest& rr, store::Store& store, const routing::IdempotencyKey& key) {
   auto entry = store.FindIdempotency(rr.principal, key.key, routing::NowSeconds());
   if (!entry) return ErrorResponse(entry.error(), rr.path);
   if (!*entry) return std::nullopt;
@@ -67,7 +66,7 @@ std::optional<ApiResponse> Replay(const RoutedRequest& rr, store::Store& store, 
                                                                  key.key, (*entry)->record_id)},
                          rr.path);
   }
-  return RecordResponse(rr, engine, **rec, true);
+  return RecordResponse(rr, **rec, true);
 }
 
 }  // namespace
@@ -87,7 +86,7 @@ ApiResponse Api::PostSimulation(const RoutedRequest& rr, std::string_view kind) 
   auto hold = *key ? keys_in_flight_->Acquire(rr.principal, (*key)->key) : routing::KeysInFlight::Hold();
   if (*key) {
     if (!hold) return routing::KeyInFlight((*key)->key, rr.path);
-    if (auto replay = Replay(rr, state_->store(), *engine_, **key)) return *replay;
+    if (auto replay = Replay(rr, state_->store(), **key)) return *replay;
   }
   std::string ticket, requested_by;
   try {
@@ -97,11 +96,28 @@ ApiResponse Api::PostSimulation(const RoutedRequest& rr, std::string_view kind) 
   } catch (const codec::FieldError& e) {
     return ErrorResponse(Error{ErrorCode::kInvalidArgument, e.what()}, rr.path);
   }
-  auto snap = state_->snapshot();
-  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
+  auto view = state_->view();  // the one view this answer is computed on
+  if (!view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
+  const auto& snap = view->snapshot;
   bool plan = kind == "plan";
-  auto result = plan ? engine_->Plan(Context(req, snap), *body) : engine_->Assess(Context(req, snap), *body);
-  if (!result) return ErrorResponse(result.error(), rr.path);
+  // Wire JSON -> typed request -> engine -> typed result -> JSON, on `view`.
+  json result;
+  double total_ms = 0;
+  if (plan) {
+    auto typed = engine::ParsePlanRequest(*body, *snap->topology);
+    if (!typed) return ErrorResponse(typed.error(), rr.path);
+    auto outcome = engine_->Plan(*view, *typed, Call(req));
+    if (!outcome) return ErrorResponse(outcome.error(), rr.path);
+    result = engine::PlanJson(*outcome, *view);
+    total_ms = outcome->total_ms;
+  } else {
+    auto typed = engine::ParseAssessRequest(*body, *snap->topology);
+    if (!typed) return ErrorResponse(typed.error(), rr.path);
+    auto outcome = engine_->Assess(*view, *typed, Call(req));
+    if (!outcome) return ErrorResponse(outcome.error(), rr.path);
+    result = engine::AssessmentJson(*outcome, *view);
+    total_ms = outcome->total_ms;
+  }
   store::AssessmentRecord rec;
   rec.id = routing::NewId(plan ? "p" : "a", sequence_);
   rec.created_at = routing::NowSeconds();
@@ -111,24 +127,22 @@ ApiResponse Api::PostSimulation(const RoutedRequest& rr, std::string_view kind) 
   rec.principal = rr.principal;
   rec.topology_version = snap->topology_version;
   rec.jobs_version = snap->jobs_version;
-  rec.verdict = result->verdict;
+  rec.verdict = engine::VerdictOf(result);
   if (*key) {
     rec.idempotency_key = (*key)->key;
     rec.idempotency_fingerprint = (*key)->fingerprint;
   }
   rec.request = body->dump();
-  rec.result = result->body.dump();
+  rec.result = result.dump();
   if (auto st = state_->store().PutAssessment(rec); !st) {
     // Another daemon thread or process stored the key first: answer as the draft says for a retry.
     if (st.error().code == ErrorCode::kConflict && *key) {
-      if (auto replay = Replay(rr, state_->store(), *engine_, **key)) return *replay;
+      if (auto replay = Replay(rr, state_->store(), **key)) return *replay;
     }
     return ErrorResponse(st.error(), rr.path);
   }
-  if (hooks_.on_result) {
-    hooks_.on_result(rec.kind, rec.verdict, result->body.value("timings_ms", json::object()).value("total", 0.0) / 1e3);
-  }
-  return RecordResponse(rr, *engine_, rec, false);
+  if (hooks_.on_result) hooks_.on_result(rec.kind, rec.verdict, total_ms / 1e3);
+  return RecordResponse(rr, rec, false);
 }
 
 ApiResponse Api::PostAssessment(const RoutedRequest& rr) { return PostSimulation(rr, "assessment"); }
@@ -141,7 +155,7 @@ ApiResponse Api::GetAssessment(const RoutedRequest& rr) {
   if (!rec) return ErrorResponse(rec.error(), rr.path);
   if (!*rec) return ErrorResponse(Error{ErrorCode::kNotFound, fmt::format("unknown assessment '{}'", id)}, rr.path);
   json out = RecordJson(**rec);
-  if (WantsText(rr.request, rr.query)) return TextResponse(200, engine_->RenderText((*rec)->kind, out));
+  if (WantsText(rr.request, rr.query)) return TextResponse(200, engine::RenderText((*rec)->kind, out));
   return JsonResponse(200, out);
 }
 
@@ -178,8 +192,8 @@ ApiResponse Api::ListAssessments(const RoutedRequest& rr) {
 }
 
 ApiResponse Api::DrainCandidates(const RoutedRequest& rr) {
-  auto snap = state_->snapshot();
-  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
+  auto view = state_->view();
+  if (!view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
   std::string tier = rr.Query("tier");
   std::vector<std::string> switches;
   if (auto it = rr.query.find("switches"); it != rr.query.end()) {
@@ -193,12 +207,13 @@ ApiResponse Api::DrainCandidates(const RoutedRequest& rr) {
     }
   }
   if (tier.empty() && switches.empty()) tier = "spine";
-  auto r = engine_->DrainCandidates(Context(rr.request, snap), tier, switches);
-  if (!r) return ErrorResponse(r.error(), rr.path);
-  (*r)["topology_version"] = snap->topology_version;
-  (*r)["jobs_version"] = snap->jobs_version;
-  if (WantsText(rr.request, rr.query)) return TextResponse(200, engine_->RenderText("candidates", *r));
-  return JsonResponse(200, *r);
+  auto typed = engine::ResolveCandidates(tier, switches, *view->snapshot->topology);
+  if (!typed) return ErrorResponse(typed.error(), rr.path);
+  auto outcome = engine_->DrainCandidates(*view, *typed, Call(rr.request));
+  if (!outcome) return ErrorResponse(outcome.error(), rr.path);
+  json out = engine::CandidatesJson(*outcome, *view);
+  if (WantsText(rr.request, rr.query)) return TextResponse(200, engine::RenderText("candidates", out));
+  return JsonResponse(200, out);
 }
 
 }  // namespace drainwise::server

@@ -8,6 +8,7 @@
 #include "advisor/calibration.h"
 #include "codec/json_reader.h"
 #include "codec/native.h"
+#include "engine/codec.h"
 #include "server/api.h"
 #include "server/routes/common.h"
 
@@ -26,20 +27,21 @@ std::string DrainKey(const model::Drain& d, const model::Topology& t) {
 ApiResponse Api::PostObservations(const RoutedRequest& rr) {
   auto body = routing::ParseBody(rr.request);
   if (!body) return ErrorResponse(body.error(), rr.path);
-  auto snap = state_->snapshot();
-  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
+  auto view = state_->view();  // one view: predictions and drain keys agree
+  if (!view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
+  const auto& snap = view->snapshot;
   json items = body->is_object() && body->contains("observations") ? (*body)["observations"] : *body;
   if (items.is_object()) items = json::array({items});
   if (!items.is_array() || items.empty()) {
     return ErrorResponse(Error{ErrorCode::kInvalidArgument, "observations: expected a non-empty array"}, rr.path);
   }
-  auto ctx = Context(rr.request, snap);
+  const engine::Call call = Call(rr.request);
   // Validate everything before storing anything.
   std::vector<store::ObservationRecord> records;
   for (size_t i = 0; i < items.size(); ++i) {
     std::string at = fmt::format("observations[{}]", i);
     store::ObservationRecord rec;
-    model::Drain drain = ctx.active;
+    model::Drain drain = view->active;
     try {
       codec::ObjectReader r(items[i], at);
       r.RejectUnknown({"job", "iteration_s", "observed_at", "drain"});
@@ -63,7 +65,12 @@ ApiResponse Api::PostObservations(const RoutedRequest& rr) {
     } catch (const codec::FieldError& e) {
       return ErrorResponse(Error{ErrorCode::kInvalidArgument, e.what()}, rr.path);
     }
-    auto predicted = engine_->PredictIteration(ctx, rec.job_id, drain);
+    auto job = snap->jobs->FindJob(rec.job_id);
+    if (!job) {
+      return ErrorResponse(Error{ErrorCode::kNotFound, fmt::format("{}: job: unknown job '{}'", at, rec.job_id)},
+                           rr.path);
+    }
+    auto predicted = engine_->PredictIteration(*view, *job, drain, call);
     if (!predicted) return ErrorResponse(predicted.error().Wrap(at), rr.path);
     rec.predicted_s = *predicted;
     rec.drain_key = DrainKey(drain, *snap->topology);
@@ -104,7 +111,7 @@ ApiResponse Api::ListObservations(const RoutedRequest& rr) {
 }
 
 ApiResponse Api::GetCalibration(const RoutedRequest& rr) {
-  json out = engine_->CalibrationJson();
+  json out = engine::CalibrationJson(*state_->view()->calibration);
   auto recs = state_->store().ListObservations("", 100000);
   if (!recs) return ErrorResponse(recs.error(), rr.path);
   // Error of iteration-time predictions, and of predicted slowdowns: the
@@ -152,34 +159,43 @@ ApiResponse Api::PostCalibration(const RoutedRequest& rr) {
       return ErrorResponse(Error{ErrorCode::kInvalidArgument, e.what()}, rr.path);
     }
   }
-  auto snap = state_->snapshot();
-  if (!snap) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
+  auto view = state_->view();
+  if (!view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
   auto recs = state_->store().ListObservations("", 100000);
   if (!recs) return ErrorResponse(recs.error(), rr.path);
-  auto fit = engine_->Calibrate(Context(rr.request, snap), *recs, apply);
+  std::vector<engine::StoredObservation> observations;
+  observations.reserve(recs->size());
+  for (const auto& r : *recs) observations.push_back({r.job_id, r.drain_key, r.iteration_s});
+  auto fit = engine_->Calibrate(*view, observations, Call(rr.request));
   if (!fit) return ErrorResponse(fit.error(), rr.path);
-  if (fit->value("applied", false)) {
+  const bool applied = apply && fit->fit.applicable;  // a fit that does not predict better is never applied
+  json out = engine::FitJson(*fit, applied);
+  if (applied) {
+    // Stored before it is served, like every document.
     store::DocumentInfo info;
     info.kind = store::DocKind::kCalibration;
     info.source = "fit";
     info.principal = rr.principal;
-    auto put = state_->store().PutDocument(info, (*fit)["calibration"].dump());
+    auto put = state_->store().PutDocument(info, out["calibration"].dump());
     if (!put) return ErrorResponse(put.error(), rr.path);
-    (*fit)["version"] = put->version;
+    state_->SetCalibration(fit->fitted);
+    out["version"] = put->version;
   }
-  return JsonResponse(200, *fit);
+  return JsonResponse(200, out);
 }
 
 ApiResponse Api::PutCalibration(const RoutedRequest& rr) {
   auto body = routing::ParseBody(rr.request);
   if (!body) return ErrorResponse(body.error(), rr.path);
-  if (auto st = engine_->SetCalibration(*body); !st) return ErrorResponse(st.error(), rr.path);
+  auto calibration = engine::ParseCalibration(*body, state_->view()->calibration->options);
+  if (!calibration) return ErrorResponse(calibration.error(), rr.path);
   store::DocumentInfo info;
   info.kind = store::DocKind::kCalibration;
   info.source = routing::ApiSource(rr.request);
   info.principal = rr.principal;
   auto put = state_->store().PutDocument(info, body->dump());
   if (!put) return ErrorResponse(put.error(), rr.path);
+  state_->SetCalibration(std::move(*calibration));
   return JsonResponse(put->created ? 201 : 200, {{"version", put->version}, {"created", put->created}});
 }
 

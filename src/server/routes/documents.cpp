@@ -5,6 +5,7 @@
 
 #include "codec/json_reader.h"
 #include "codec/native.h"
+#include "policies/policy.h"
 #include "report/table.h"
 #include "server/api.h"
 #include "server/routes/common.h"
@@ -28,7 +29,7 @@ ApiResponse Api::PutTopology(const RoutedRequest& rr) {
   if (!body) return ErrorResponse(body.error(), rr.path);
   auto out = state_->PutTopology(*body, routing::ApiSource(rr.request));
   if (!out) return ErrorResponse(out.error(), rr.path);
-  auto snap = state_->snapshot();
+  const auto& snap = out->snapshot;  // the one this PUT published (or kept)
   return JsonResponse(out->created ? 201 : 200, {{"version", out->version},
                                                  {"created", out->created},
                                                  {"nodes", snap->topology->node_count()},
@@ -69,7 +70,7 @@ ApiResponse Api::PutJobs(const RoutedRequest& rr) {
   if (!body) return ErrorResponse(body.error(), rr.path);
   auto out = state_->PutJobs(*body, routing::ApiSource(rr.request));
   if (!out) return ErrorResponse(out.error(), rr.path);
-  auto snap = state_->snapshot();
+  const auto& snap = out->snapshot;
   return JsonResponse(out->created ? 201 : 200,
                       {{"version", out->version}, {"created", out->created}, {"jobs", snap->jobs->size()}});
 }
@@ -96,11 +97,12 @@ ApiResponse Api::GetSnapshots(const RoutedRequest& rr) {
     versions.push_back(std::move(v));
   }
   json current = nullptr;
-  if (auto snap = state_->snapshot()) {
+  auto view = state_->view();
+  if (const auto& snap = view->snapshot) {
     const auto& t = *snap->topology;
     current = {{"topology_version", snap->topology_version},
                {"jobs_version", snap->jobs_version},
-               {"published_at", codec::FormatRfc3339(state_->published_at())},
+               {"published_at", codec::FormatRfc3339(view->published_at)},
                {"nodes", t.node_count()},
                {"links", t.link_count()},
                {"switches", t.switches().size()},
@@ -129,18 +131,20 @@ ApiResponse Api::GetSnapshots(const RoutedRequest& rr) {
   return JsonResponse(200, {{"current", current}, {"versions", versions}});
 }
 
-ApiResponse Api::GetPolicy(const RoutedRequest&) { return JsonResponse(200, engine_->PolicyJson()); }
+ApiResponse Api::GetPolicy(const RoutedRequest&) { return JsonResponse(200, policies::PolicyToJson(*state_->view()->policy)); }
 
 ApiResponse Api::PutPolicy(const RoutedRequest& rr) {
   auto body = routing::ParseBody(rr.request);
   if (!body) return ErrorResponse(body.error(), rr.path);
-  if (auto st = engine_->SetPolicy(*body); !st) return ErrorResponse(st.error(), rr.path);
+  auto policy = policies::ParsePolicy(*body);
+  if (!policy) return ErrorResponse(policy.error(), rr.path);
   store::DocumentInfo info;
   info.kind = store::DocKind::kPolicy;
   info.source = routing::ApiSource(rr.request);
   info.principal = rr.principal;
   auto put = state_->store().PutDocument(info, body->dump());
   if (!put) return ErrorResponse(put.error(), rr.path);
+  state_->SetPolicy(std::move(*policy));  // stored first, then in force
   return JsonResponse(put->created ? 201 : 200, {{"version", put->version}, {"created", put->created}});
 }
 
