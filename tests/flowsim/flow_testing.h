@@ -15,7 +15,12 @@ namespace drainwise::flowtest {
 
 using nlohmann::json;
 
-inline json Jobs(json jobs) { return {{"format", "drainwise.jobs/v1"}, {"jobs", std::move(jobs)}}; }
+// Jobs({job}) with one job: clang passes the job object itself (a copy),
+// GCC a one-element array; both mean a list of one job.
+inline json Jobs(json jobs) {
+  if (jobs.is_object()) jobs = json::array({std::move(jobs)});
+  return {{"format", "drainwise.jobs/v1"}, {"jobs", std::move(jobs)}};
+}
 
 // A job of explicit flows: {{src, dst, bytes}, ...}.
 inline json FlowsJob(const std::string& id, const std::vector<std::tuple<std::string, std::string, double>>& flows,

@@ -34,11 +34,13 @@ TEST_CASE("topology validation names the offending item") {
     json doc;
     const char* message;
   };
+  // json::array({kLeaf}), not {kLeaf}: clang takes a one-element brace list of a
+  // json as a copy of that json (an object here), GCC as a one-element array.
   const Case cases[] = {
-      {"unknown endpoint", Topo({kLeaf}, {{{"a", "leaf-3"}, {"b", "spine-9"}, {"gbps", 100}}}),
+      {"unknown endpoint", Topo(json::array({kLeaf}), {{{"a", "leaf-3"}, {"b", "spine-9"}, {"gbps", 100}}}),
        "link 0 (leaf-3 -> spine-9): unknown node 'spine-9'"},
       {"duplicate id", Topo({kLeaf, kLeaf}, json::array()), "node 1 ('leaf-3'): duplicate node id"},
-      {"self loop", Topo({kLeaf}, {{{"a", "leaf-3"}, {"b", "leaf-3"}, {"gbps", 100}}}),
+      {"self loop", Topo(json::array({kLeaf}), {{{"a", "leaf-3"}, {"b", "leaf-3"}, {"gbps", 100}}}),
        "link 0 (leaf-3 -> leaf-3): link from a node to itself"},
       {"zero capacity", Topo({kLeaf, kSpine}, {{{"a", "leaf-3"}, {"b", "spine-1"}, {"gbps", 0}}}),
        "links[0].gbps: must be > 0"},
