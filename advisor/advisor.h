@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -144,6 +145,9 @@ struct Context {
   // The snapshot's simulator caches (advisor/sim_cache.h). Null, or built
   // for another snapshot: the advisor uses caches of its own.
   std::shared_ptr<const SimCache> cache;
+  // Topology drift by device on `snapshot`'s topology (what its sources
+  // disagree on), for the policies' no_drift rule; null when none is known.
+  std::shared_ptr<const std::map<std::string, std::vector<std::string>>> drift;
 };
 
 class Advisor {

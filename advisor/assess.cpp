@@ -188,6 +188,7 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
       impact.drain = main_drain;
       if (!ctx.active.empty()) impact.active.push_back(ctx.active);
       impact.now_unix_s = std::max(ctx.now, until);
+      if (ctx.drift) impact.drift = *ctx.drift;
       for (const auto& pi : out.scenario.impacts) {
         if (std::none_of(waiting.begin(), waiting.end(), [&](JobId w) { return w == pi.job; })) {
           impact.jobs.push_back(pi);

@@ -156,6 +156,7 @@ Result<Scenario> Advisor::Simulate(const Context& ctx, const Drain& drain, bool 
   impact.drain = drain;
   if (!ctx.active.empty()) impact.active.push_back(ctx.active);
   impact.now_unix_s = ctx.now;
+  if (ctx.drift) impact.drift = *ctx.drift;
   for (size_t j = 0; j < jobs.size(); ++j) {
     if (!include[j]) continue;
     const auto& ji = s.job.jobs[j];

@@ -248,4 +248,66 @@ Result<MergedTopology> MergeTopologies(const std::vector<TopologyContribution>& 
   return out;
 }
 
+namespace {
+
+std::string Cable(const DriftItem& d) {
+  auto end = [](const std::string& dev, const std::string& port) { return port.empty() ? dev : dev + ":" + port; };
+  return d.b.empty() ? d.a : end(d.a, d.a_port) + " - " + end(d.b, d.b_port);
+}
+
+// A line break or other control character in a name must not forge a row.
+std::string Escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json DriftToJson(const MergedTopology& merged) {
+  nlohmann::json items = nlohmann::json::array();
+  std::map<std::string, int> counts;
+  for (const auto& d : merged.drift) {
+    items.push_back({{"kind", d.kind},
+                     {"a", d.a},
+                     {"a_port", d.a_port},
+                     {"b", d.b},
+                     {"b_port", d.b_port},
+                     {"detail", d.detail},
+                     {"sources", d.sources}});
+    ++counts[d.kind];
+  }
+  nlohmann::json provenance = nlohmann::json::object();
+  for (const auto& [device, _] : merged.drift_by_device) {
+    auto it = merged.node_sources.find(device);
+    provenance[device] = it == merged.node_sources.end() ? nlohmann::json::array() : nlohmann::json(it->second);
+  }
+  return {{"items", std::move(items)}, {"counts", counts}, {"sources", std::move(provenance)}};
+}
+
+std::string DriftToText(const MergedTopology& merged) {
+  if (merged.drift.empty()) return "no drift: the topology sources agree\n";
+  std::string out = fmt::format("{} drift item(s)\n", merged.drift.size());
+  for (const auto& d : merged.drift) {
+    std::string sources;
+    for (const auto& s : d.sources) sources += (sources.empty() ? "" : ",") + s;
+    out += fmt::format("{:<20} {:<40} {} [{}]\n", d.kind, Escape(Cable(d)), Escape(d.detail), Escape(sources));
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<std::string>> DriftByDevice(const MergedTopology& merged) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [device, indexes] : merged.drift_by_device) {
+    for (size_t i : indexes) {
+      const DriftItem& d = merged.drift[i];
+      out[device].push_back(fmt::format("{} {}", d.kind == "device_only_in" ? "device" : "cable " + Cable(d), d.detail));
+    }
+  }
+  return out;
+}
+
 }  // namespace drainwise::connectors

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/error.h"
 #include "model/topology.h"
 
@@ -71,6 +73,15 @@ struct MergedTopology {
   // Switch -> drift items touching it, for assessments that drain or cross it.
   std::map<std::string, std::vector<size_t>> drift_by_device;
 };
+
+// GET /v1/topology/drift: {"items": [{"kind","a","a_port","b","b_port",
+// "detail","sources"}], "counts": {kind: n}, "sources": {node: [source]}
+// for the devices with drift}. Text: one row per item, control characters
+// escaped.
+nlohmann::json DriftToJson(const MergedTopology& merged);
+std::string DriftToText(const MergedTopology& merged);
+// Drift by device for policies::Impact::drift: one sentence per item.
+std::map<std::string, std::vector<std::string>> DriftByDevice(const MergedTopology& merged);
 
 // Merges the contributions in order (earlier sources win ties between
 // sources of the same authority). Errors: nothing to merge.

@@ -13,6 +13,7 @@ packages=(
   libspdlog-dev libfmt-dev           # logging and formatting
   libexpected-dev                    # tl::expected, the one result type
   libcli11-dev                       # the command line
+  libprotobuf-dev protobuf-compiler  # Chakra's binary execution traces (.et)
   doctest-dev                        # unit and end-to-end tests
   libbenchmark-dev                   # bench/ (run on demand)
   curl python3 openssl               # end-to-end tests (TLS certificates) and the quick start

@@ -303,6 +303,34 @@ void EvaluateChangeWindows(const FabricRule& rule, const FabricState& s, int64_t
                              std::move(windows), std::move(message)});
 }
 
+// The drained switches (and the ends of drained links), plus with
+// include_crossed the switches on the affected jobs' paths, that have drift.
+void EvaluateDrift(const FabricRule& rule, const FabricState& s, const Impact& impact, Verdict& v) {
+  if (impact.drift.empty()) return;
+  std::vector<std::string> touched = SortedNames(s.topology, s.proposed.switches);
+  for (LinkId l : s.proposed.links) {
+    const auto& link = s.topology.link(l);
+    touched.push_back(s.topology.node(link.a).name);
+    touched.push_back(s.topology.node(link.b).name);
+  }
+  size_t drained = touched.size();
+  if (rule.include_crossed) touched.insert(touched.end(), impact.crossed.begin(), impact.crossed.end());
+  std::vector<std::string> seen;
+  for (size_t i = 0; i < touched.size(); ++i) {
+    const std::string& name = touched[i];
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    seen.push_back(name);
+    auto it = impact.drift.find(name);
+    if (it == impact.drift.end() || it->second.empty()) continue;
+    std::string how = i < drained ? "drained" : "on an affected job's path";
+    std::string message = fmt::format("{} ({}) has topology drift: {}{}", name, how, it->second.front(),
+                                      it->second.size() > 1 ? fmt::format(" (and {} more)", it->second.size() - 1)
+                                                            : std::string());
+    v.reasons.push_back(Reason{rule.name, rule.action, false, name, {}, {}, {name}, "no_drift",
+                               static_cast<double>(it->second.size()), 0.0, std::move(message)});
+  }
+}
+
 }  // namespace
 
 std::string_view DecisionName(Decision decision) {
@@ -346,6 +374,7 @@ Result<Verdict> Evaluate(const Policy& policy, const Impact& impact) {
       case FabricRuleKind::kMaxSwitchesDrained: EvaluateSwitchCount(rule, s, v); break;
       case FabricRuleKind::kNoSharedDomain: EvaluateSharedDomain(rule, s, v); break;
       case FabricRuleKind::kChangeWindows: EvaluateChangeWindows(rule, s, impact.now_unix_s, v); break;
+      case FabricRuleKind::kNoDrift: EvaluateDrift(rule, s, impact, v); break;
     }
   }
 

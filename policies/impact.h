@@ -61,6 +61,13 @@ struct Impact {
   // The jobs to check, typically those the drain affects. A job not listed
   // is assumed unaffected.
   std::vector<JobImpact> jobs;
+  // Topology drift (connectors/topology_merge.h) by device name: what the
+  // intent and observation sources disagree on about that device, one plain
+  // sentence each. Empty when the topology has a single source.
+  std::map<std::string, std::vector<std::string>> drift;
+  // Switches the affected jobs' paths cross, by name (for no_drift with
+  // "crossed"); the caller fills it when it knows them.
+  std::vector<std::string> crossed;
 };
 
 }  // namespace drainwise::policies

@@ -21,8 +21,8 @@ using codec::ObjectReader;
 using json = nlohmann::json;
 
 constexpr std::array<std::string_view, 7> kDayNames = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
-constexpr std::array<std::string_view, 4> kFabricKinds = {
-    "max_capacity_drained_pct", "max_switches_drained", "no_shared_domain", "change_windows"};
+constexpr std::array<std::string_view, 5> kFabricKinds = {
+    "max_capacity_drained_pct", "max_switches_drained", "no_shared_domain", "change_windows", "no_drift"};
 constexpr std::array<std::string_view, 5> kJobLimitKeys = {
     "forbid_disconnect", "max_slowdown_pct", "min_paths_after", "min_bandwidth_fraction",
     "min_path_fraction"};
@@ -169,7 +169,7 @@ FabricRule ParseFabricRule(const json& j, size_t index) {
   }
   if (r.Has("select")) throw FieldError(r.Child("select"), "fabric rules apply to the drain, not to jobs");
   r.RejectUnknown({"name", "action", "description", "max_capacity_drained_pct", "max_switches_drained",
-                   "no_shared_domain", "change_windows", "tier", "per_pod"});
+                   "no_shared_domain", "change_windows", "no_drift", "tier", "per_pod"});
   rule.action = ParseAction(r);
   rule.description = r.StringOr("description", "");
 
@@ -202,6 +202,15 @@ FabricRule ParseFabricRule(const json& j, size_t index) {
     if (rule.domain.empty()) {
       throw FieldError(r.Child(kind), "must name a domain kind (plane, power, row, rack, ...)");
     }
+  } else if (kind == "no_drift") {
+    rule.kind = FabricRuleKind::kNoDrift;
+    std::string scope = r.String(kind);
+    if (scope != "drained" && scope != "crossed") {
+      throw FieldError(r.Child(kind), fmt::format("expected \"drained\" (the drained switches) or \"crossed\" (also "
+                                                  "the switches the affected jobs' paths cross), got '{}'",
+                                                  scope));
+    }
+    rule.include_crossed = scope == "crossed";
   } else {
     rule.kind = FabricRuleKind::kChangeWindows;
     for (const ObjectReader& w : r.Objects(kind)) rule.windows.push_back(ParseWindow(w));
@@ -209,7 +218,7 @@ FabricRule ParseFabricRule(const json& j, size_t index) {
       throw FieldError(r.Child(kind), "must list at least one window (an empty list would forbid every drain)");
     }
   }
-  bool has_tier_scope = rule.kind != FabricRuleKind::kChangeWindows;
+  bool has_tier_scope = rule.kind != FabricRuleKind::kChangeWindows && rule.kind != FabricRuleKind::kNoDrift;
   if (r.Has("tier")) {
     if (!has_tier_scope) throw FieldError(r.Child("tier"), fmt::format("not used by {}", kind));
     rule.tier = r.String("tier");
@@ -349,6 +358,9 @@ json PolicyToJson(const Policy& policy) {
         break;
       case FabricRuleKind::kNoSharedDomain:
         j[key] = rule.domain;
+        break;
+      case FabricRuleKind::kNoDrift:
+        j[key] = rule.include_crossed ? "crossed" : "drained";
         break;
       case FabricRuleKind::kChangeWindows: {
         json windows = json::array();

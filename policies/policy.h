@@ -87,6 +87,7 @@ enum class FabricRuleKind {
   kMaxSwitchesDrained,     // switches down at once, active drains included
   kNoSharedDomain,         // no two drained switches share a value of a domain kind
   kChangeWindows,          // the drain happens inside one of the windows
+  kNoDrift,                // no drained (or crossed) switch has topology drift
 };
 
 std::string_view FabricRuleKindName(FabricRuleKind kind);  // the JSON key of the kind
@@ -104,6 +105,9 @@ struct FabricRule {
   bool per_pod = false;                 // kMaxCapacityDrainedPct: measure each pod separately
   std::string domain;                   // kNoSharedDomain: "plane" (Node.plane) or a Node.domains key
   std::vector<ChangeWindow> windows;    // kChangeWindows: non-empty
+  // kNoDrift: also the switches the affected jobs' paths cross
+  // (Impact::crossed), not only the drained ones.
+  bool include_crossed = false;
   bool operator==(const FabricRule&) const = default;
 };
 

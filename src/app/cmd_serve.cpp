@@ -77,6 +77,10 @@ void DeclareMetrics(server::Metrics& m) {
   m.DeclareGauge("drainwise_snapshot_age_seconds", "Seconds since the served snapshot was published.");
   m.DeclareGauge("drainwise_jobs", "Jobs in the served snapshot.");
   m.DeclareGauge("drainwise_active_drains", "Drains recorded as in progress.");
+  m.DeclareGauge("drainwise_topology_drift",
+                 "Differences between the merged topology sources, by kind (GET /v1/topology/drift).");
+  m.DeclareGauge("drainwise_source_skipped_items", "Items a source's last good document left out (GET /v1/sources).");
+  m.DeclareGauge("drainwise_source_warnings", "Warnings of a source's last good document (GET /v1/sources).");
   m.DeclareGauge("drainwise_simulations_queued", "Simulations waiting or running.");
 }
 
@@ -105,8 +109,11 @@ class ConnectorFeed {
     bool published = false;
     if ((want_topology || want_jobs) && (l.topology || state.snapshot())) {
       auto start = std::chrono::steady_clock::now();
+      // What the merged topology's sources disagree on travels with it.
+      std::map<std::string, std::vector<std::string>> drift;
+      if (want_topology && l.merged) drift = connectors::DriftByDevice(*l.merged);
       auto put = state.PutSpecs(want_topology ? l.topology.get() : nullptr, want_jobs ? l.jobs.get() : nullptr,
-                                "source:" + u.source);
+                                "source:" + u.source, std::move(drift));
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (!put) {
         log.error("source {}: not applied: {}", u.source, put.error().message);
@@ -311,8 +318,21 @@ int RunServe(const ServeArgs& args) {
       *why = "stale sources: " + stale;
       return false;
     };
+    hooks.drift = [&sources]() -> std::optional<std::pair<nlohmann::json, std::string>> {
+      auto current = sources->Current();
+      if (!current.merged) return std::nullopt;
+      return std::pair{connectors::DriftToJson(*current.merged), connectors::DriftToText(*current.merged)};
+    };
     metrics.OnScrape([&sources](server::Metrics& m) {
+      if (auto current = sources->Current(); current.merged) {
+        std::map<std::string, int> counts = {
+            {"cable_not_seen", 0}, {"cable_not_intended", 0}, {"speed_mismatch", 0}, {"device_only_in", 0}};
+        for (const auto& d : current.merged->drift) ++counts[d.kind];
+        for (const auto& [kind, n] : counts) m.Set("drainwise_topology_drift", {{"kind", kind}}, n);
+      }
       for (const auto& s : sources->Statuses()) {
+        m.Set("drainwise_source_skipped_items", {{"source", s.name}}, static_cast<double>(s.diagnostics.skipped.size()));
+        m.Set("drainwise_source_warnings", {{"source", s.name}}, static_cast<double>(s.diagnostics.warnings.size()));
         m.Set("drainwise_source_stale", {{"source", s.name}}, s.stale ? 1 : 0);
         m.Set("drainwise_source_failures_total", {{"source", s.name}}, static_cast<double>(s.failures));
         m.Set("drainwise_source_versions", {{"source", s.name}}, static_cast<double>(s.versions));

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,13 @@ struct Calibration {
   std::optional<double> p90_rel_error;
 };
 
+// What the topology's sources disagree on (connectors/topology_merge.h), by
+// device, for the topology version it was computed on.
+struct TopologyDrift {
+  int64_t topology_version = -1;
+  std::map<std::string, std::vector<std::string>> by_device;
+};
+
 struct View {
   uint64_t version = 0;            // +1 per publication; never goes back
   model::SnapshotPtr snapshot;     // null until the first topology
@@ -60,10 +68,19 @@ struct View {
   std::shared_ptr<const advisor::Advisor> advisor;
   std::shared_ptr<const advisor::Advisor> advisor_background;
   std::shared_ptr<const advisor::SimCache> cache;  // the snapshot's; null without a snapshot
+  // Of the connectors' merged topology; used only while it is of the
+  // snapshot's topology version (a topology PUT over the API has no drift).
+  std::shared_ptr<const TopologyDrift> drift;
 
   // The advisor assessments use: with the measured background when there is one.
   const advisor::Advisor& AssessingAdvisor() const { return advisor_background ? *advisor_background : *advisor; }
-  advisor::Context AdvisorContext(int64_t now) const { return advisor::Context{snapshot, active, now, cache}; }
+  advisor::Context AdvisorContext(int64_t now) const {
+    std::shared_ptr<const std::map<std::string, std::vector<std::string>>> by_device;
+    if (drift && snapshot && drift->topology_version == snapshot->topology_version && !drift->by_device.empty()) {
+      by_device = std::shared_ptr<const std::map<std::string, std::vector<std::string>>>(drift, &drift->by_device);
+    }
+    return advisor::Context{snapshot, active, now, cache, std::move(by_device)};
+  }
 };
 
 // `calibration` on new configuration options `base`: a fitted or

@@ -105,6 +105,10 @@ struct ApiHooks {
   std::function<std::string()> metrics;               // GET /metrics (text format)
   std::function<Result<nlohmann::json>(const ApiRequest&)> links;       // GET /v1/links
   std::function<Result<nlohmann::json>(const std::string&)> job_paths;  // GET /v1/jobs/{id}/paths
+  // GET /v1/topology/drift: what the merged topology sources disagree on, as
+  // JSON and as a text table (connectors/topology_merge.h); nullopt when no
+  // connector topology is merged.
+  std::function<std::optional<std::pair<nlohmann::json, std::string>>()> drift;
   // After each stored assessment or plan: its kind, verdict and duration.
   std::function<void(const std::string& kind, const std::string& verdict, double seconds)> on_result;
 };
@@ -143,6 +147,7 @@ class Api {
   ApiResponse GetOpenApi(const RoutedRequest& rr);
   ApiResponse GetSources(const RoutedRequest& rr);
   ApiResponse GetLinks(const RoutedRequest& rr);
+  ApiResponse GetTopologyDrift(const RoutedRequest& rr);
   ApiResponse GetJobPaths(const RoutedRequest& rr);
   ApiResponse GetTopology(const RoutedRequest& rr);
   ApiResponse PutTopology(const RoutedRequest& rr);

@@ -228,7 +228,8 @@ Result<PutOutcome> State::PutBothLocked(const nlohmann::json& topology_doc, cons
 }
 
 Result<PutOutcome> State::PutSpecs(const model::TopologySpec* topology, const model::JobsSpec* jobs,
-                                   const std::string& source) {
+                                   const std::string& source,
+                                   std::map<std::string, std::vector<std::string>> drift) {
   // The documents a connector leaves out are the current ones as of the
   // writer lock, not as of some earlier read: a PUT /v1/jobs that landed in
   // between is kept, never overwritten with the jobs it replaced.
@@ -243,7 +244,16 @@ Result<PutOutcome> State::PutSpecs(const model::TopologySpec* topology, const mo
     return MakeError(ErrorCode::kUnavailable, "no topology yet: waiting for a topology source");
   }
   jdoc = codec::JobsSpecToJson(jobs ? *jobs : jobs_spec_);
-  return PutBothLocked(tdoc, jdoc, source);
+  auto out = PutBothLocked(tdoc, jdoc, source);
+  if (out && topology) {
+    // The drift belongs to the topology version just stored. Published in a
+    // second view under the same writer lock; a reader in between sees the
+    // previous drift, keyed to another version, and so none.
+    ServingView next = *view();
+    next.drift = std::make_shared<const engine::TopologyDrift>(engine::TopologyDrift{out->version, std::move(drift)});
+    PublishLocked(std::move(next), false);
+  }
+  return out;
 }
 
 Status State::ReloadDrains() {

@@ -76,8 +76,11 @@ class State {
                              const std::string& source);
   // From connectors: either document may be absent (keep the current one,
   // as of when the writer lock is taken). Lenient like PutBoth.
+  // `drift`, when given with a topology, is what the connectors' sources
+  // disagree on about it; it is published with that topology version.
   Result<PutOutcome> PutSpecs(const model::TopologySpec* topology, const model::JobsSpec* jobs,
-                              const std::string& source);
+                              const std::string& source,
+                              std::map<std::string, std::vector<std::string>> drift = {});
 
   // Re-reads the drains in progress from the store and publishes them,
   // resolved against the current topology (a drain whose elements vanished

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "connectors/profiles.h"
+#include "test_data.h"
 
 namespace drainwise::connectors {
 namespace {
@@ -78,6 +79,30 @@ TEST_CASE("profiles: declared, chakra by job, rule by label or partition, defaul
   REQUIRE(j[4].iteration.collectives.size() == 1);
   CHECK(j[4].iteration.collectives[0].kind == CollectiveKind::kAllGather);
   CHECK(j[4].iteration.compute_s == doctest::Approx(0.5));
+}
+
+// Chakra's converter output as a job's workload: what the trace held beyond
+// the model's kinds travels with the job, never a silent default.
+TEST_CASE("profiles: a Chakra feeder trace becomes the job's workload, with what was not mapped named") {
+  auto trace = ParseChakra(testdata::ReadText("connectors/chakra_feeder_converter.json"));
+  REQUIRE(trace.has_value());
+  ProfileRules rules;
+  rules.chakra_jobs = {{"train-*", "trace"}};
+  model::JobsSpec jobs;
+  model::JobSpec j;
+  j.id = "train-1";
+  j.hosts = {"h0", "h1"};
+  j.profile_source = "default";
+  jobs.jobs.push_back(j);
+  ChakraProfiles profiles;
+  profiles.emplace("trace", *trace);
+  ApplyProfiles(jobs, rules, profiles);
+  const auto& out = jobs.jobs[0];
+  CHECK(out.profile_source == "chakra");
+  REQUIRE(out.iteration.collectives.size() == 2);
+  CHECK(out.labels.at("profile_detail") ==
+        "2 × BROADCAST as allgather; not mapped: 1 × COMM_COLL 'record_param_comms' (no comm_type, and the name does "
+        "not say), 1 × BARRIER, 1 × SEND, 1 × RECV");
 }
 
 TEST_CASE("profiles: the built-in default is documented and marked") {

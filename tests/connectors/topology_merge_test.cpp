@@ -98,6 +98,17 @@ TEST_CASE("merge: intent plus observation, with provenance and drift both ways")
   CHECK(m->drift_by_device.at("leaf1") == std::vector<size_t>{1});
   CHECK(m->drift_by_device.at("leaf2") == std::vector<size_t>{0});
   CHECK(model::BuildTopology(m->spec).has_value());
+
+  auto j = DriftToJson(*m);
+  CHECK(j["counts"]["cable_not_seen"] == 1);
+  CHECK(j["counts"]["cable_not_intended"] == 1);
+  CHECK(j["items"][1]["sources"] == nlohmann::json::array({"lldp"}));
+  CHECK(j["sources"]["leaf1"] == nlohmann::json::array({"netbox", "lldp"}));
+  std::string text = DriftToText(*m);
+  CHECK(text.find("cable_not_seen       h1:eth1 - leaf2:p2") != std::string::npos);
+  auto by_device = DriftByDevice(*m);
+  REQUIRE(by_device.at("leaf1").size() == 1);
+  CHECK(by_device.at("leaf1")[0] == "cable h2:eth1 - leaf1:p3 seen up, but no intent source plans it; kept in the fabric");
 }
 
 TEST_CASE("merge: a port-less plan (topology.conf) matches observed cables one for one; speeds compared when stated") {

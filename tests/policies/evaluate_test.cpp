@@ -189,6 +189,45 @@ TEST_CASE("an empty drain is always allowed") {
   CHECK(v.reasons.empty());
 }
 
+// FourSpines with drift on s3 (LLDP saw a cable to it that NetBox does not
+// plan) and on s1. Draining s3 trips the default policy's warn rule; a switch
+// without drift does not; "crossed" also looks at the affected jobs' paths.
+TEST_CASE("topology drift on a drained or crossed switch is a reason") {
+  model::Topology t = TopologyFromJson(FourSpines());
+  Impact impact;
+  impact.topology = &t;
+  impact.drain = DrainOf(t, {{"switches", {"s3"}}});
+  impact.drift = {{"s3", {"cable s3:p9 - l0:p9 seen up, but no intent source plans it"}},
+                  {"s1", {"cable l1:p1 - s1:p1 intended, but not seen up", "speed mismatch"}}};
+  Verdict v = MustEvaluate(Default(), impact);
+  CHECK(v.decision == Decision::kWarn);
+  REQUIRE(v.reasons.size() == 1);
+  CHECK(v.reasons[0].rule == "topology-drift");
+  CHECK(v.reasons[0].subject == "s3");
+  CHECK(v.reasons[0].message ==
+        "s3 (drained) has topology drift: cable s3:p9 - l0:p9 seen up, but no intent source plans it");
+
+  impact.drain = DrainOf(t, {{"switches", {"s2"}}});
+  CHECK(MustEvaluate(Default(), impact).decision == Decision::kAllow);
+
+  Policy crossed = FabricOnly({{{"name", "drift-on-path"}, {"action", "deny"}, {"no_drift", "crossed"}}});
+  impact.crossed = {"s1", "s0"};
+  Verdict c = MustEvaluate(crossed, impact);
+  CHECK(c.decision == Decision::kDeny);
+  REQUIRE(c.reasons.size() == 1);
+  CHECK(c.reasons[0].message ==
+        "s1 (on an affected job's path) has topology drift: cable l1:p1 - s1:p1 intended, but not seen up (and 1 "
+        "more)");
+  impact.drift.clear();
+  CHECK(MustEvaluate(crossed, impact).decision == Decision::kAllow);
+
+  auto bad = ParsePolicy({{"format", "drainwise.policy/v1"}, {"name", "t"},
+                          {"fabric_rules", {{{"name", "d"}, {"action", "warn"}, {"no_drift", "everywhere"}}}}});
+  REQUIRE_FALSE(bad.has_value());
+  CAPTURE(bad.error().message);
+  CHECK(bad.error().message.find("('d').no_drift: expected \"drained\"") != std::string::npos);
+}
+
 TEST_CASE("two drained switches on one power feed are denied by the fabric rule") {
   model::Topology t = TopologyFromJson(FourSpines());
   Impact impact;

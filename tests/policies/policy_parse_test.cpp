@@ -122,7 +122,7 @@ TEST_CASE("malformed policies are rejected with the rule and the field named") {
       {"fabric rule without a kind",
        Doc(json::array(), json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr}})})),
        "fabric_rules[0] ('f'): needs one of max_capacity_drained_pct, max_switches_drained, no_shared_domain, "
-       "change_windows"},
+       "change_windows, no_drift"},
       {"fabric rule with two kinds",
        Doc(json::array(), json::array({FabricRuleDoc("f", {{"no_shared_domain", "power"}})})),
        "fabric_rules[0] ('f').no_shared_domain: a rule has one limit, and this one already has "
@@ -329,13 +329,14 @@ TEST_CASE("the default policy ships as a file and is embedded unchanged") {
          j[3].limits.max_slowdown_pct == 10.0));
   CHECK((j[4].name == "paths-top-priority" && j[4].action == Action::kDeny &&
          j[4].select.priority_at_least == 100 && j[4].limits.min_paths_after == 2));
-  REQUIRE(p->fabric_rules.size() == 4);
+  REQUIRE(p->fabric_rules.size() == 5);
   const auto& f = p->fabric_rules;
   CHECK((f[0].kind == FabricRuleKind::kMaxCapacityDrainedPct && f[0].limit == 50.0 && f[0].per_pod &&
          f[0].tier.empty() && f[0].action == Action::kDeny));
   CHECK((f[1].kind == FabricRuleKind::kMaxSwitchesDrained && f[1].limit == 8.0 && f[1].action == Action::kDeny));
   CHECK((f[2].kind == FabricRuleKind::kNoSharedDomain && f[2].domain == "power" && f[2].action == Action::kDeny));
   CHECK((f[3].kind == FabricRuleKind::kNoSharedDomain && f[3].domain == "plane" && f[3].action == Action::kWarn));
+  CHECK((f[4].kind == FabricRuleKind::kNoDrift && !f[4].include_crossed && f[4].action == Action::kWarn));
 
   auto again = ParsePolicy(PolicyToJson(*p));
   REQUIRE(again.has_value());

@@ -65,6 +65,19 @@ ApiResponse Api::GetLinks(const RoutedRequest& rr) {
   return r ? JsonResponse(200, *r) : ErrorResponse(r.error(), rr.path);
 }
 
+ApiResponse Api::GetTopologyDrift(const RoutedRequest& rr) {
+  auto drift = hooks_.drift ? hooks_.drift() : std::nullopt;
+  if (!drift) {
+    // One source (or none): nothing to compare, which is not an error.
+    json empty = {{"items", json::array()}, {"counts", json::object()}, {"sources", json::object()},
+                  {"note", "no connector topology is merged: nothing to compare"}};
+    if (WantsText(rr.request, rr.query)) return TextResponse(200, "no drift: no connector topology is merged\n");
+    return JsonResponse(200, empty);
+  }
+  if (WantsText(rr.request, rr.query)) return TextResponse(200, drift->second);
+  return JsonResponse(200, drift->first);
+}
+
 ApiResponse Api::GetJobPaths(const RoutedRequest& rr) {
   if (!hooks_.job_paths) return NotConfigured("path inspection", rr.path);
   auto r = hooks_.job_paths(rr.Param("id"));

@@ -31,6 +31,8 @@ const std::vector<Route>& Api::Routes() {
       {"GET", "/v1/links", kReader, kRead, &Api::GetLinks, "Links with telemetry (degraded=true for the unhealthy)"},
       // documents
       {"GET", "/v1/topology", kReader, kRead, &Api::GetTopology, "The current topology document"},
+      {"GET", "/v1/topology/drift", kReader, kRead, &Api::GetTopologyDrift,
+       "What the topology sources disagree on (intent vs observation), with the source of each claim"},
       {"PUT", "/v1/topology", kAdmin, kRead, &Api::PutTopology, "Replace the topology (a new version)"},
       {"GET", "/v1/jobs", kReader, kRead, &Api::GetJobs, "The current jobs document"},
       {"PUT", "/v1/jobs", kAdmin, kRead, &Api::PutJobs, "Replace the jobs (a new version)"},
