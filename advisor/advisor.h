@@ -53,26 +53,26 @@ struct AdvisorOptions {
   sim::FlowOptions flow;                // defaults of the flow-level pass
   double default_restart_cost_s = 600;  // when a job declares no checkpoint
   double default_checkpoint_interval_s = 3600;
-  int max_migrations = 8;               // jobs considered for migration per assessment
+  int max_migrations = 8;  // jobs considered for migration per assessment
   // A migration may not make another job worse by more than this many
   // slowdown percentage points (flow level), nor newly break a rule.
   double worse_tolerance_pct = 1.0;
-  int max_alternatives = 64;            // any_of entries assessed
+  int max_alternatives = 64;  // any_of entries assessed
 };
 
 struct Request {
-  model::Drain drain;                   // the proposed drain
-  std::vector<model::Drain> any_of;     // or: any one of these will do
-  bool flow = false;                    // run the flow-level pass too
+  model::Drain drain;                       // the proposed drain
+  std::vector<model::Drain> any_of;         // or: any one of these will do
+  bool flow = false;                        // run the flow-level pass too
   std::optional<sim::FlowRouting> routing;  // overrides options.flow.routing
   bool recommend = true;
 };
 
 // Everything one drain does, on one snapshot, with the active drains applied.
 struct Scenario {
-  model::Drain drain;      // proposed only
-  model::Drain combined;   // active + proposed
-  sim::JobAssessment job;  // combined drain vs the undrained fabric
+  model::Drain drain;                   // proposed only
+  model::Drain combined;                // active + proposed
+  sim::JobAssessment job;               // combined drain vs the undrained fabric
   std::optional<sim::FlowReport> flow;  // combined vs active-only baseline
   policies::Verdict verdict;
   // Jobs whose measures the proposed drain changes (policy input), JobId order.
@@ -119,7 +119,7 @@ struct Assessment {
   std::vector<Recommendation> recommendations;  // ranked within kind: migrations, waits, alternatives
   std::vector<int> allow_after;                 // indices into recommendations
   std::optional<Prediction> allow_after_predicted;
-  std::vector<std::string> notes;               // why no recommendation exists, etc.
+  std::vector<std::string> notes;  // why no recommendation exists, etc.
   double job_ms = 0, flow_ms = 0, recommend_ms = 0;
 };
 
@@ -191,8 +191,8 @@ class Advisor {
   Result<JobLevel> PatchMoved(const JobLevel& base, const Context& moved_ctx, const model::Drain& combined,
                               const std::vector<model::JobId>& moved, std::stop_token stop) const;
   Result<Scenario> Simulate(const Context& ctx, const model::Drain& drain, bool flow,
-                            const sim::FlowOptions& flow_options, const policies::Policy& policy,
-                            std::stop_token stop, const JobLevel* job_level = nullptr) const;
+                            const sim::FlowOptions& flow_options, const policies::Policy& policy, std::stop_token stop,
+                            const JobLevel* job_level = nullptr) const;
 
   std::shared_ptr<const SimCache> Caches(const Context& ctx) const;
 
@@ -212,8 +212,7 @@ double MigrationCostSeconds(const model::Job& job, int64_t now, const AdvisorOpt
 // then the leaf groups with the most such hosts (few leaves). Empty when
 // there are not enough.
 std::vector<model::NodeId> FindMigrationTarget(const model::Snapshot& snapshot, const model::Job& job,
-                                               const model::Drain& drain,
-                                               const std::vector<model::NodeId>& exclude);
+                                               const model::Drain& drain, const std::vector<model::NodeId>& exclude);
 
 // The snapshot with `job`'s hosts replaced by `hosts` (a new, unversioned snapshot).
 model::SnapshotPtr WithJobMoved(const model::Snapshot& snapshot, model::JobId job,

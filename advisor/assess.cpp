@@ -35,9 +35,8 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
     if (!s) return tl::unexpected(s.error());
     alternatives.emplace_back(std::move(*s), request.any_of[i]);
   }
-  std::stable_sort(alternatives.begin(), alternatives.end(), [](const auto& a, const auto& b) {
-    return BetterPrediction(Predict(a.first), Predict(b.first));
-  });
+  std::stable_sort(alternatives.begin(), alternatives.end(),
+                   [](const auto& a, const auto& b) { return BetterPrediction(Predict(a.first), Predict(b.first)); });
 
   Drain main_drain = request.drain;
   if (main_drain.empty() && !alternatives.empty()) main_drain = alternatives.front().second;
@@ -84,8 +83,9 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
     return jobs[a.value].priority > jobs[b.value].priority;
   });
   if (HasFabricReason(verdict)) {
-    out.notes.push_back("a fabric rule fires: moving jobs cannot fix it; drain fewer switches at once or "
-                        "pick switches in other failure domains");
+    out.notes.push_back(
+        "a fabric rule fires: moving jobs cannot fix it; drain fewer switches at once or "
+        "pick switches in other failure domains");
   }
 
   // Migrations, one job at a time, each checked by simulation.
@@ -95,8 +95,8 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
   int tried = 0;
   for (JobId j : violators) {
     if (tried++ >= options_.max_migrations) {
-      out.notes.push_back(fmt::format("only the first {} jobs breaking rules were considered for migration",
-                                      options_.max_migrations));
+      out.notes.push_back(
+          fmt::format("only the first {} jobs breaking rules were considered for migration", options_.max_migrations));
       break;
     }
     if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "assessment cancelled");
@@ -150,15 +150,17 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
       out.notes.push_back(fmt::format("job '{}': moving it would make job '{}' worse", job.id, worse.front()));
       continue;
     }
-    r.summary = fmt::format("move {} ({} hosts) to {}{}", job.id, job.hosts.size(), snap.topology->node(target.front()).name,
-                            target.size() > 1 ? fmt::format(" and {} more", target.size() - 1) : "");
+    r.summary =
+        fmt::format("move {} ({} hosts) to {}{}", job.id, job.hosts.size(), snap.topology->node(target.front()).name,
+                    target.size() > 1 ? fmt::format(" and {} more", target.size() - 1) : "");
     used.insert(used.end(), target.begin(), target.end());
     accepted.emplace_back(j, target);
     out.recommendations.push_back(std::move(r));
   }
   // Rank migrations: residual impact, then cost, then lower priority first.
-  auto first_migration = std::stable_partition(out.recommendations.begin(), out.recommendations.end(),
-                                               [](const Recommendation& r) { return r.kind == RecommendationKind::kMigrate; });
+  auto first_migration =
+      std::stable_partition(out.recommendations.begin(), out.recommendations.end(),
+                            [](const Recommendation& r) { return r.kind == RecommendationKind::kMigrate; });
   std::stable_sort(out.recommendations.begin(), first_migration, [&](const Recommendation& a, const Recommendation& b) {
     if (BetterPrediction(a.predicted, b.predicted) != BetterPrediction(b.predicted, a.predicted)) {
       return BetterPrediction(a.predicted, b.predicted);
@@ -231,8 +233,8 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
         if (out.recommendations[i].kind == RecommendationKind::kMigrate) out.allow_after.push_back(static_cast<int>(i));
       }
     } else {
-      out.notes.push_back(fmt::format("with every migration applied the verdict is still {}",
-                                      policies::DecisionName(p.decision)));
+      out.notes.push_back(
+          fmt::format("with every migration applied the verdict is still {}", policies::DecisionName(p.decision)));
     }
   }
   if (out.allow_after.empty()) {

@@ -49,7 +49,8 @@ Result<std::vector<ObservationTerms>> ComputeTerms(const model::SnapshotPtr& sna
   if (!msg_sim) return tl::unexpected(msg_sim.error());
 
   // One simulation per distinct drain.
-  std::map<std::pair<std::vector<model::NodeId>, std::vector<model::LinkId>>, std::pair<sim::FlowReport, sim::FlowReport>>
+  std::map<std::pair<std::vector<model::NodeId>, std::vector<model::LinkId>>,
+           std::pair<sim::FlowReport, sim::FlowReport>>
       reports;
   std::vector<ObservationTerms> out;
   out.reserve(observations.size());
@@ -235,12 +236,18 @@ Result<FitResult> FitCalibration(const std::vector<ObservationTerms>& terms, con
     r.holdout_rmse_s = Rmse(sse_fit, use.size());
     r.holdout_rmse_before_s = Rmse(sse_start, use.size());
   }
-  const double figures[] = {r.rmse_s, r.rmse_before_s, r.median_rel_error, r.p90_rel_error, r.holdout_rmse_s,
-                            r.holdout_rmse_before_s, r.params.goodput, r.params.per_hop_latency_s,
+  const double figures[] = {r.rmse_s,
+                            r.rmse_before_s,
+                            r.median_rel_error,
+                            r.p90_rel_error,
+                            r.holdout_rmse_s,
+                            r.holdout_rmse_before_s,
+                            r.params.goodput,
+                            r.params.per_hop_latency_s,
                             r.params.per_message_overhead_s};
   if (use.size() < 4) {
-    r.not_applicable = fmt::format("{} usable observations: at least 4 are needed to test the fit on held-out ones",
-                                   use.size());
+    r.not_applicable =
+        fmt::format("{} usable observations: at least 4 are needed to test the fit on held-out ones", use.size());
   } else if (!std::all_of(std::begin(figures), std::end(figures), [](double v) { return std::isfinite(v); })) {
     r.not_applicable = "the fit's error figures are undefined (not finite)";
   } else if (!(r.holdout_rmse_s < r.holdout_rmse_before_s)) {
@@ -257,7 +264,8 @@ Result<FitResult> FitCalibration(const std::vector<ObservationTerms>& terms, con
 SlowdownError SlowdownErrors(const std::vector<double>& predicted, const std::vector<double>& observed) {
   SlowdownError e;
   std::vector<double> abs;
-  for (size_t i = 0; i < predicted.size() && i < observed.size(); ++i) abs.push_back(std::fabs(predicted[i] - observed[i]));
+  for (size_t i = 0; i < predicted.size() && i < observed.size(); ++i)
+    abs.push_back(std::fabs(predicted[i] - observed[i]));
   e.pairs = static_cast<int>(abs.size());
   e.median_abs_pct = Quantile(abs, 0.5);
   e.p90_abs_pct = Quantile(abs, 0.9);

@@ -39,8 +39,8 @@ Status CheckObservedIteration(double seconds, std::string_view field);
 
 struct Observation {
   model::JobId job;
-  model::Drain drain;        // the drains in effect when it was measured (empty = none)
-  double iteration_s = 0;    // observed
+  model::Drain drain;      // the drains in effect when it was measured (empty = none)
+  double iteration_s = 0;  // observed
 };
 
 struct CalibrationParams {
@@ -78,9 +78,9 @@ Result<std::vector<ObservationTerms>> ComputeTerms(const model::SnapshotPtr& sna
 
 struct FitResult {
   CalibrationParams params;
-  int observations = 0;     // used (connected, iteration time within bounds)
-  double rmse_s = 0;        // of iteration times, fitted
-  double rmse_before_s = 0; // with the starting parameters
+  int observations = 0;      // used (connected, iteration time within bounds)
+  double rmse_s = 0;         // of iteration times, fitted
+  double rmse_before_s = 0;  // with the starting parameters
   double median_rel_error = 0;
   double p90_rel_error = 0;
   // Held-out test (k-fold, k = min(5, observations), observation i of the

@@ -42,9 +42,8 @@ std::vector<NodeId> FindMigrationTarget(const model::Snapshot& snapshot, const m
   const size_t nics = topo.neighbors(job.hosts.front()).size();
   std::map<std::string, int> pods;
   for (NodeId h : job.hosts) ++pods[topo.node(h).pod];
-  std::string home_pod = std::max_element(pods.begin(), pods.end(), [](auto& a, auto& b) {
-                           return a.second < b.second;
-                         })->first;
+  std::string home_pod =
+      std::max_element(pods.begin(), pods.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
   model::DrainMask mask(topo, drain);
   std::unordered_set<uint32_t> skip;
   for (NodeId h : exclude) skip.insert(h.value);

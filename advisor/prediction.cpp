@@ -53,9 +53,12 @@ bool HasFabricReason(const policies::Verdict& v) {
 
 std::string_view RecommendationKindName(RecommendationKind kind) {
   switch (kind) {
-    case RecommendationKind::kMigrate: return "migrate";
-    case RecommendationKind::kWait: return "wait";
-    case RecommendationKind::kAlternative: return "alternative";
+    case RecommendationKind::kMigrate:
+      return "migrate";
+    case RecommendationKind::kWait:
+      return "wait";
+    case RecommendationKind::kAlternative:
+      return "alternative";
   }
   return "migrate";
 }

@@ -33,9 +33,7 @@ std::shared_ptr<const SimCache> Advisor::Caches(const Context& ctx) const {
   return own_cache_;
 }
 
-std::shared_ptr<const sim::JobSimIndex> Advisor::JobIndex(const Context& ctx) const {
-  return Caches(ctx)->JobIndex();
-}
+std::shared_ptr<const sim::JobSimIndex> Advisor::JobIndex(const Context& ctx) const { return Caches(ctx)->JobIndex(); }
 
 Result<std::shared_ptr<const sim::FlowSimulator>> Advisor::FlowSim(const Context& ctx, const sim::FlowOptions& options,
                                                                    std::stop_token stop) const {

@@ -15,11 +15,11 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <thread>
-#include <vector>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <benchmark/benchmark.h>
 
@@ -39,7 +39,8 @@ model::SnapshotPtr Snapshot32k(double alltoall_share) {
   if (it != cache.end()) return it->second;
   auto preset = *fabric::FindPreset("32k");
   preset.jobs.alltoall_share = alltoall_share;
-  if (alltoall_share >= 0.5) preset.jobs.pipeline_share = std::max(0.0, std::min(preset.jobs.pipeline_share, 1 - alltoall_share));
+  if (alltoall_share >= 0.5)
+    preset.jobs.pipeline_share = std::max(0.0, std::min(preset.jobs.pipeline_share, 1 - alltoall_share));
   auto spec = fabric::GenerateFabric(preset.fabric);
   auto topo = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
   auto jobs = fabric::GenerateJobs(spec, preset.fabric, preset.jobs);
@@ -189,10 +190,19 @@ BENCHMARK(BM_AllToAll32k_Full_Hash8)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Moe32k_Full_Spray)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Moe32k_Full_SprayPath)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Moe32k_Full_Hash)
-    ->Args({1, 1})->Args({8, 1})->Args({8, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+    ->Args({1, 1})
+    ->Args({8, 1})
+    ->Args({8, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 BENCHMARK(BM_Moe32k_Full_HashFullRefill)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_Moe32k_Full_HashRehash)
-    ->Args({1, 1})->Args({8, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+    ->Args({1, 1})
+    ->Args({8, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 }  // namespace
 

@@ -35,9 +35,7 @@ const Fixture& Get32k() {
 }
 
 // The switch named `name` drained alone.
-model::Drain DrainOf(const model::Topology& t, const char* name) {
-  return model::Drain{{*t.FindNode(name)}, {}};
-}
+model::Drain DrainOf(const model::Topology& t, const char* name) { return model::Drain{{*t.FindNode(name)}, {}}; }
 
 void Assess(benchmark::State& state, const char* sw) {
   const Fixture& f = Get32k();

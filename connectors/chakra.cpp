@@ -18,9 +18,9 @@ namespace {
 using codec::FieldError;
 using internal::json;
 
-constexpr std::string_view kCommTypes[] = {"ALL_REDUCE", "REDUCE",    "ALL_GATHER",     "GATHER",
-                                           "SCATTER",    "BROADCAST", "ALL_TO_ALL",     "REDUCE_SCATTER",
-                                           "REDUCE_SCATTER_BLOCK", "BARRIER"};
+constexpr std::string_view kCommTypes[] = {
+    "ALL_REDUCE", "REDUCE",         "ALL_GATHER",           "GATHER", "SCATTER", "BROADCAST",
+    "ALL_TO_ALL", "REDUCE_SCATTER", "REDUCE_SCATTER_BLOCK", "BARRIER"};
 
 int CommTypeFromJson(const json& v, const std::string& path) {
   if (v.is_string()) {
@@ -108,8 +108,10 @@ std::string CountList(const std::vector<std::string>& items) {
   std::vector<std::pair<std::string, int>> counts;
   for (const auto& i : items) {
     auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == i; });
-    if (it == counts.end()) counts.emplace_back(i, 1);
-    else ++it->second;
+    if (it == counts.end())
+      counts.emplace_back(i, 1);
+    else
+      ++it->second;
   }
   std::string out;
   for (const auto& [what, n] : counts) out += fmt::format("{}{} × {}", out.empty() ? "" : ", ", n, what);
@@ -126,22 +128,30 @@ std::string ChakraProfile::Summary() const {
 
 std::optional<model::CollectiveKind> CollectiveKindFromChakra(int comm_type) {
   switch (comm_type) {
-    case 0: return model::CollectiveKind::kAllReduce;
-    case 2: return model::CollectiveKind::kAllGather;
-    case 6: return model::CollectiveKind::kAllToAll;
+    case 0:
+      return model::CollectiveKind::kAllReduce;
+    case 2:
+      return model::CollectiveKind::kAllGather;
+    case 6:
+      return model::CollectiveKind::kAllToAll;
     case 7:
-    case 8: return model::CollectiveKind::kReduceScatter;
-    default: return std::nullopt;
+    case 8:
+      return model::CollectiveKind::kReduceScatter;
+    default:
+      return std::nullopt;
   }
 }
 
 std::optional<model::CollectiveKind> CollectiveKindApproximation(int comm_type) {
   switch (comm_type) {
-    case 1: return model::CollectiveKind::kReduceScatter;  // REDUCE
-    case 3:                                                // GATHER
-    case 4:                                                // SCATTER
-    case 5: return model::CollectiveKind::kAllGather;      // BROADCAST
-    default: return std::nullopt;
+    case 1:
+      return model::CollectiveKind::kReduceScatter;  // REDUCE
+    case 3:                                          // GATHER
+    case 4:                                          // SCATTER
+    case 5:
+      return model::CollectiveKind::kAllGather;  // BROADCAST
+    default:
+      return std::nullopt;
   }
 }
 
@@ -153,7 +163,8 @@ std::string_view ChakraCommTypeName(int comm_type) {
 std::optional<int> CommTypeFromName(std::string_view name) {
   std::string s;
   for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
   // Compound names before their parts: "allreduce" holds "reduce".
   static const std::pair<const char*, int> kWords[] = {
@@ -181,7 +192,7 @@ Result<ChakraProfile> ParseChakraJsonizer(std::string_view text) {
       if (r.Has("type")) {
         const json& t = r.Raw("type");
         if (t.is_string()) {
-          static const char* kNames[] = {"INVALID_NODE", "METADATA_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE",
+          static const char* kNames[] = {"INVALID_NODE", "METADATA_NODE",  "MEM_LOAD_NODE",  "MEM_STORE_NODE",
                                          "COMP_NODE",    "COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE"};
           for (int k = 0; k < 8; ++k) {
             if (t.get<std::string>() == kNames[k]) n.type = k;
@@ -204,8 +215,10 @@ Result<ChakraProfile> ParseChakraJsonizer(std::string_view text) {
             }
           }
           if (!value) throw FieldError(fmt::format("{}: attr {}", where, name), "no value");
-          if (name == "comm_type") n.comm_type = CommTypeFromJson(*value, vpath);
-          else n.comm_size = SizeFromJson(*value, vpath);
+          if (name == "comm_type")
+            n.comm_type = CommTypeFromJson(*value, vpath);
+          else
+            n.comm_size = SizeFromJson(*value, vpath);
         }
       }
       if (n.type == kCompNode && r.Has("durationMicros")) {
@@ -265,14 +278,22 @@ Result<std::string> Gunzip(std::string_view bytes) {
 std::optional<double> AttrNumber(const ChakraProtoMsg::AttributeProto& a) {
   using A = ChakraProtoMsg::AttributeProto;
   switch (a.value_case()) {
-    case A::kDoubleVal: return a.double_val();
-    case A::kInt32Val: return a.int32_val();
-    case A::kInt64Val: return static_cast<double>(a.int64_val());
-    case A::kUint32Val: return a.uint32_val();
-    case A::kUint64Val: return static_cast<double>(a.uint64_val());
-    case A::kSint32Val: return a.sint32_val();
-    case A::kSint64Val: return static_cast<double>(a.sint64_val());
-    default: return std::nullopt;
+    case A::kDoubleVal:
+      return a.double_val();
+    case A::kInt32Val:
+      return a.int32_val();
+    case A::kInt64Val:
+      return static_cast<double>(a.int64_val());
+    case A::kUint32Val:
+      return a.uint32_val();
+    case A::kUint64Val:
+      return static_cast<double>(a.uint64_val());
+    case A::kSint32Val:
+      return a.sint32_val();
+    case A::kSint64Val:
+      return static_cast<double>(a.sint64_val());
+    default:
+      return std::nullopt;
   }
 }
 
@@ -280,7 +301,8 @@ std::optional<double> AttrNumber(const ChakraProtoMsg::AttributeProto& a) {
 
 Result<ChakraProfile> ParseChakraEt(std::string_view bytes) {
   std::string inflated;
-  if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b) {
+  if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+      static_cast<unsigned char>(bytes[1]) == 0x8b) {
     auto g = Gunzip(bytes);
     if (!g) return tl::unexpected(g.error());
     inflated = std::move(*g);
@@ -297,9 +319,10 @@ Result<ChakraProfile> ParseChakraEt(std::string_view bytes) {
       return InvalidArgument(fmt::format("chakra .et: message {} at byte {}: truncated length prefix", index, at));
     }
     if (size > bytes.size() - static_cast<size_t>(in.CurrentPosition())) {
-      return InvalidArgument(fmt::format("chakra .et: message {} at byte {}: length {} runs past the end of the file "
-                                         "({} bytes)",
-                                         index, at, size, bytes.size()));
+      return InvalidArgument(
+          fmt::format("chakra .et: message {} at byte {}: length {} runs past the end of the file "
+                      "({} bytes)",
+                      index, at, size, bytes.size()));
     }
     auto limit = in.PushLimit(static_cast<int>(size));
     bool ok = false;

@@ -15,6 +15,7 @@
 #include <optional>
 #include <type_traits>
 
+#include <fmt/format.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -22,7 +23,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <fmt/format.h>
 
 extern char** environ;
 
@@ -43,9 +43,12 @@ std::string Display(const ParsedUrl& u) {
 
 Error HttpStatusError(int status, const std::string& reason, const ParsedUrl& u) {
   ErrorCode code = ErrorCode::kUnavailable;
-  if (status == 401) code = ErrorCode::kUnauthenticated;
-  else if (status == 403) code = ErrorCode::kPermissionDenied;
-  else if (status == 404) code = ErrorCode::kNotFound;
+  if (status == 401)
+    code = ErrorCode::kUnauthenticated;
+  else if (status == 403)
+    code = ErrorCode::kPermissionDenied;
+  else if (status == 404)
+    code = ErrorCode::kNotFound;
   return Error{code, fmt::format("GET {}: HTTP {} {}", Display(u), status, reason)};
 }
 
@@ -62,8 +65,10 @@ Result<std::string> DoGet(const ParsedUrl& u, const std::vector<HttpHeader>& hea
     if (limits.insecure_skip_verify) {
       ctx->set_verify_mode(ssl::verify_none);
     } else {
-      if (limits.ca_file.empty()) ctx->set_default_verify_paths(ec);
-      else ctx->load_verify_file(limits.ca_file, ec);
+      if (limits.ca_file.empty())
+        ctx->set_default_verify_paths(ec);
+      else
+        ctx->load_verify_file(limits.ca_file, ec);
       if (ec) return MakeError(ErrorCode::kIo, fmt::format("GET {}: CA certificates: {}", Display(u), ec.message()));
       ctx->set_verify_mode(ssl::verify_peer);
     }
@@ -267,13 +272,15 @@ Result<std::string> RunCommand(const std::string& command, const FetchLimits& li
     close(err_pipe[0]);
     return MakeError(ErrorCode::kIo, fmt::format("command: cannot start /bin/sh: {}", std::strerror(rc)));
   }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(limits.timeout_s * 1000));
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(limits.timeout_s * 1000));
   std::string out, err;
   std::optional<Error> failure;
   bool out_open = true, err_open = true;
   char buf[65536];
   while ((out_open || err_open) && !failure) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
       failure = Error{ErrorCode::kDeadlineExceeded, fmt::format("command timed out after {:g} s", limits.timeout_s)};
       break;
@@ -325,8 +332,8 @@ Result<std::string> RunCommand(const std::string& command, const FetchLimits& li
     std::string first = err.substr(0, err.find('\n'));
     return MakeError(ErrorCode::kUnavailable,
                      fmt::format("command {} {}{}{}", WIFEXITED(status) ? "exited with" : "killed by signal",
-                                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-                                 first.empty() ? "" : ": ", first.substr(0, 200)));
+                                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), first.empty() ? "" : ": ",
+                                 first.substr(0, 200)));
   }
   return out;
 }

@@ -18,8 +18,8 @@ struct HttpHeader {
 };
 
 struct FetchLimits {
-  double timeout_s = 10;              // whole exchange: resolve, connect, TLS, request, response
-  size_t max_bytes = 64 << 20;        // body (or command output) larger than this is an error
+  double timeout_s = 10;        // whole exchange: resolve, connect, TLS, request, response
+  size_t max_bytes = 64 << 20;  // body (or command output) larger than this is an error
   // https only:
   std::string ca_file;                // PEM bundle; empty = system default paths
   bool insecure_skip_verify = false;  // no certificate or host name check (lab use)
@@ -39,8 +39,7 @@ Result<ParsedUrl> ParseUrl(std::string_view url);
 // One GET. Errors: kDeadlineExceeded (timeout), kTooLarge (body limit),
 // kUnauthenticated / kPermissionDenied / kNotFound for 401 / 403 / 404,
 // kUnavailable for other failures and statuses. Redirects are not followed.
-Result<std::string> HttpGet(const std::string& url, const std::vector<HttpHeader>& headers,
-                            const FetchLimits& limits);
+Result<std::string> HttpGet(const std::string& url, const std::vector<HttpHeader>& headers, const FetchLimits& limits);
 
 // The whole file; kTooLarge beyond max_bytes, kIo when unreadable.
 Result<std::string> ReadFileLimited(const std::string& path, size_t max_bytes);

@@ -20,15 +20,24 @@ bool SetLeaf(InterfaceCounters& c, std::string_view leaf, const json& value, con
     if (!v) throw FieldError(path, fmt::format("expected a counter (number or numeric string), got {}", value.dump()));
     return *v;
   };
-  if (leaf == "in-octets") c.rx_bytes = number();
-  else if (leaf == "out-octets") c.tx_bytes = number();
-  else if (leaf == "in-errors") c.rx_errors = number();
-  else if (leaf == "out-errors") c.tx_errors = number();
-  else if (leaf == "in-discards") c.rx_discards = number();
-  else if (leaf == "out-discards") c.tx_discards = number();
-  else if (leaf == "oper-status" && value.is_string()) c.oper_up = value.get<std::string>() == "UP";
-  else if (leaf == "port-speed" && value.is_string()) c.speed_bps = BpsFromOpenconfigSpeed(value.get<std::string>());
-  else return false;
+  if (leaf == "in-octets")
+    c.rx_bytes = number();
+  else if (leaf == "out-octets")
+    c.tx_bytes = number();
+  else if (leaf == "in-errors")
+    c.rx_errors = number();
+  else if (leaf == "out-errors")
+    c.tx_errors = number();
+  else if (leaf == "in-discards")
+    c.rx_discards = number();
+  else if (leaf == "out-discards")
+    c.tx_discards = number();
+  else if (leaf == "oper-status" && value.is_string())
+    c.oper_up = value.get<std::string>() == "UP";
+  else if (leaf == "port-speed" && value.is_string())
+    c.speed_bps = BpsFromOpenconfigSpeed(value.get<std::string>());
+  else
+    return false;
   return true;
 }
 
@@ -47,9 +56,12 @@ std::optional<double> BpsFromOpenconfigSpeed(std::string_view s) {
   if (s.substr(0, 6) != "SPEED_") return std::nullopt;
   s.remove_prefix(6);
   double scale = 0;
-  if (s.size() > 2 && s.substr(s.size() - 2) == "GB") scale = 1e9;
-  else if (s.size() > 2 && s.substr(s.size() - 2) == "MB") scale = 1e6;
-  else return std::nullopt;
+  if (s.size() > 2 && s.substr(s.size() - 2) == "GB")
+    scale = 1e9;
+  else if (s.size() > 2 && s.substr(s.size() - 2) == "MB")
+    scale = 1e6;
+  else
+    return std::nullopt;
   s.remove_suffix(2);
   double v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);

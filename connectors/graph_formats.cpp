@@ -20,8 +20,10 @@ class Builder {
 
   void Node(const std::string& id, const std::string& role) {
     auto [it, inserted] = roles_.emplace(id, role);
-    if (inserted) order_.push_back(id);
-    else if (it->second.empty()) it->second = role;
+    if (inserted)
+      order_.push_back(id);
+    else if (it->second.empty())
+      it->second = role;
   }
   void Link(std::string a, std::string a_port, std::string b, std::string b_port, double gbps) {
     Node(a, "");

@@ -20,13 +20,14 @@ struct GraphOptions {
   // tier; "host" (or any role listed in host_roles) makes a host. Nodes with
   // no known role are classified by `tier_patterns` on their name; unmatched
   // names are hosts.
-  std::map<std::string, std::string> role_tiers = {{"leaf", "leaf"},   {"tor", "leaf"},
-                                                   {"spine", "spine"}, {"superspine", "superspine"},
-                                                   {"core", "superspine"}};
+  std::map<std::string, std::string> role_tiers = {
+      {"leaf", "leaf"}, {"tor", "leaf"}, {"spine", "spine"}, {"superspine", "superspine"}, {"core", "superspine"}};
   std::vector<std::string> host_roles = {"host", "server", "gpu"};
-  std::vector<std::pair<std::string, std::string>> tier_patterns = {
-      {"*superspine*", "superspine"}, {"*core*", "superspine"}, {"*spine*", "spine"},
-      {"*leaf*", "leaf"},             {"*tor*", "leaf"}};
+  std::vector<std::pair<std::string, std::string>> tier_patterns = {{"*superspine*", "superspine"},
+                                                                    {"*core*", "superspine"},
+                                                                    {"*spine*", "spine"},
+                                                                    {"*leaf*", "leaf"},
+                                                                    {"*tor*", "leaf"}};
   double default_gbps = 400;  // when the document gives no speed
   int gpus_per_host = 8;
 };

@@ -55,8 +55,8 @@ Result<std::vector<Range>> ParseBracket(std::string_view body, std::string_view 
   size_t start = 0;
   while (start <= body.size()) {
     size_t comma = body.find(',', start);
-    std::string_view part = body.substr(start, comma == std::string_view::npos ? std::string_view::npos
-                                                                                : comma - start);
+    std::string_view part =
+        body.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     size_t dash = part.find('-');
     std::string_view lo_s = part.substr(0, dash);
     std::string_view hi_s = dash == std::string_view::npos ? lo_s : part.substr(dash + 1);
@@ -72,8 +72,9 @@ Result<std::vector<Range>> ParseBracket(std::string_view body, std::string_view 
       return InvalidArgument(fmt::format("hostlist '{}': reversed range '{}'", Shown(item), part));
     }
     if (*hi - *lo + 1 > kMaxHostlistRange) {
-      return InvalidArgument(fmt::format("hostlist '{}': range '{}' has {} hosts, more than {} (Slurm's limit for one range)",
-                                         Shown(item), part, *hi - *lo + 1, kMaxHostlistRange));
+      return InvalidArgument(
+          fmt::format("hostlist '{}': range '{}' has {} hosts, more than {} (Slurm's limit for one range)", Shown(item),
+                      part, *hi - *lo + 1, kMaxHostlistRange));
     }
     out.push_back({*lo, *hi, lo_s.size()});
     if (comma == std::string_view::npos) break;
@@ -128,8 +129,8 @@ Status ExpandItem(std::string_view item, size_t max_hosts, const HostlistBudget&
   }
   if (groups.empty()) {
     if (literal.size() > kMaxHostNameLength) {
-      return InvalidArgument(fmt::format("hostlist '{}': host name longer than {} characters", Shown(item),
-                                         kMaxHostNameLength));
+      return InvalidArgument(
+          fmt::format("hostlist '{}': host name longer than {} characters", Shown(item), kMaxHostNameLength));
     }
     if (auto st = bounded(1); !st) return st;
     out.push_back(std::move(literal));
@@ -157,8 +158,8 @@ Status ExpandItem(std::string_view item, size_t max_hosts, const HostlistBudget&
     longest += literals[g].size() + width;
   }
   if (longest > kMaxHostNameLength) {
-    return InvalidArgument(fmt::format("hostlist '{}': host names longer than {} characters", Shown(item),
-                                       kMaxHostNameLength));
+    return InvalidArgument(
+        fmt::format("hostlist '{}': host names longer than {} characters", Shown(item), kMaxHostNameLength));
   }
   // Odometer over the groups; the last group turns fastest (earlier = outer).
   std::vector<std::vector<std::string>> values(groups.size());
@@ -189,8 +190,7 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view hostlist, size_
   return ExpandHostlist(hostlist, unlimited, max_hosts);
 }
 
-Result<std::vector<std::string>> ExpandHostlist(std::string_view hostlist, HostlistBudget& document,
-                                                size_t max_hosts) {
+Result<std::vector<std::string>> ExpandHostlist(std::string_view hostlist, HostlistBudget& document, size_t max_hosts) {
   std::vector<std::string> out;
   size_t pos = 0;
   while (pos < hostlist.size()) {
@@ -199,9 +199,12 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view hostlist, Hostl
     int depth = 0;
     for (; end < hostlist.size(); ++end) {
       char c = hostlist[end];
-      if (c == '[') ++depth;
-      else if (c == ']') --depth;
-      else if (depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n')) break;
+      if (c == '[')
+        ++depth;
+      else if (c == ']')
+        --depth;
+      else if (depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n'))
+        break;
     }
     std::string_view item = hostlist.substr(pos, end - pos);
     if (!item.empty()) {

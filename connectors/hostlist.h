@@ -43,8 +43,7 @@ struct HostlistBudget {
   size_t used = 0;
 };
 
-Result<std::vector<std::string>> ExpandHostlist(std::string_view hostlist,
-                                                size_t max_hosts = kMaxHostlistHosts);
+Result<std::vector<std::string>> ExpandHostlist(std::string_view hostlist, size_t max_hosts = kMaxHostlistHosts);
 // Also counts the hosts against `document` (and refuses past its limit).
 Result<std::vector<std::string>> ExpandHostlist(std::string_view hostlist, HostlistBudget& document,
                                                 size_t max_hosts = kMaxHostlistHosts);

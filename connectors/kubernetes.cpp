@@ -77,7 +77,8 @@ Result<model::JobsSpec> ParseKubernetesPods(const json& doc, const KubernetesOpt
     }
     model::JobsSpec out;
     for (auto& [key, pods] : groups) {
-      std::sort(pods.begin(), pods.end(), [](const Pod& a, const Pod& b) { return internal::NaturalLess(a.name, b.name); });
+      std::sort(pods.begin(), pods.end(),
+                [](const Pod& a, const Pod& b) { return internal::NaturalLess(a.name, b.name); });
       model::JobSpec j;
       j.id = options.id_prefix + key.first + "/" + key.second;
       j.name = key.second;

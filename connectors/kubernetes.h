@@ -14,7 +14,7 @@ namespace drainwise::connectors {
 struct KubernetesOptions {
   // Pod labels naming the job, first present wins.
   std::vector<std::string> job_labels = {"training.kubeflow.org/job-name", "volcano.sh/job-name"};
-  std::string id_prefix;                    // prepended to "<namespace>/<job>"
+  std::string id_prefix;  // prepended to "<namespace>/<job>"
   std::string gpu_resource = "nvidia.com/gpu";
 };
 

@@ -54,8 +54,10 @@ LldpNeighbor ParseInterface(const std::string& local_port, const json& body, con
     }
     std::string descr = p.contains("descr") ? ScalarValue(p["descr"]) : "";
     // A MAC port id names nothing we can match: the description usually is the ifname.
-    if (id_type == "ifname" || id_type == "local" || descr.empty()) n.remote_port = id_value;
-    else n.remote_port = descr;
+    if (id_type == "ifname" || id_type == "local" || descr.empty())
+      n.remote_port = id_value;
+    else
+      n.remote_port = descr;
   }
   return n;
 }
@@ -76,9 +78,9 @@ Result<std::vector<LldpNeighbor>> ParseLldpctl(const json& doc, Diagnostics* dia
       if (!n.remote_system.empty() && !n.local_port.empty()) {
         out.push_back(std::move(n));
       } else if (diagnostics) {
-        diagnostics->Skip(fmt::format("interface {}", name.empty() ? path : name),
-                          n.remote_system.empty() ? "neighbour without a system name (chassis name)"
-                                                  : "interface without a name");
+        diagnostics->Skip(
+            fmt::format("interface {}", name.empty() ? path : name),
+            n.remote_system.empty() ? "neighbour without a system name (chassis name)" : "interface without a name");
       }
     };
     if (ifs.is_object()) {
@@ -123,10 +125,14 @@ int LevelOfTier(const std::string& tier, const LldpOptions& options) {
 std::string TierOfLevel(int level, const std::string& hint, const LldpOptions& options) {
   if (!hint.empty() && LevelOfTier(hint, options) == level) return hint;
   switch (level) {
-    case model::kLeafLevel: return "leaf";
-    case model::kSpineLevel: return "spine";
-    case model::kSuperspineLevel: return "superspine";
-    default: return fmt::format("tier{}", level);
+    case model::kLeafLevel:
+      return "leaf";
+    case model::kSpineLevel:
+      return "spine";
+    case model::kSuperspineLevel:
+      return "superspine";
+    default:
+      return fmt::format("tier{}", level);
   }
 }
 
@@ -308,8 +314,8 @@ Result<model::TopologySpec> MergeLldpReports(const std::map<std::string, std::ve
   model::TopologySpec spec;
   spec.name = options.name;
   using EndKey = std::pair<std::string, std::string>;  // (system, port)
-  std::set<std::pair<EndKey, EndKey>> links;             // ordered (lower end first)
-  std::set<EndKey> busy;                                 // ports already in a link
+  std::set<std::pair<EndKey, EndKey>> links;           // ordered (lower end first)
+  std::set<EndKey> busy;                               // ports already in a link
   std::set<std::string> linked;
   size_t kept = 0;
   for (const auto* a : fabric) {

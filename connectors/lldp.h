@@ -37,11 +37,16 @@ struct LldpOptions {
   // a hint that disagrees with the structure is a warning, and the structure
   // wins. The defaults need the tier word at the start of the name or after a
   // '-', so "StorageSW" is not a "tor".
-  std::vector<std::pair<std::string, std::string>> tier_patterns = {
-      {"superspine*", "superspine"}, {"*-superspine*", "superspine"}, {"core*", "superspine"},
-      {"*-core*", "superspine"},     {"spine*", "spine"},             {"*-spine*", "spine"},
-      {"leaf*", "leaf"},             {"*-leaf*", "leaf"},             {"tor*", "leaf"},
-      {"*-tor*", "leaf"}};
+  std::vector<std::pair<std::string, std::string>> tier_patterns = {{"superspine*", "superspine"},
+                                                                    {"*-superspine*", "superspine"},
+                                                                    {"core*", "superspine"},
+                                                                    {"*-core*", "superspine"},
+                                                                    {"spine*", "spine"},
+                                                                    {"*-spine*", "spine"},
+                                                                    {"leaf*", "leaf"},
+                                                                    {"*-leaf*", "leaf"},
+                                                                    {"tor*", "leaf"},
+                                                                    {"*-tor*", "leaf"}};
   std::map<std::string, int> tier_levels;  // for tiers other than leaf/spine/superspine
   // Host interfaces that are fabric NICs (globs, case-insensitive), e.g.
   // {"rdma*", "ens10?np0"}. Empty: every interface. Neighbours seen through other interfaces (storage,

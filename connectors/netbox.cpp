@@ -113,9 +113,9 @@ NetboxTermination ParseLegacyTermination(const ObjectReader& c, char side) {
 std::optional<double> GbpsFromNetboxType(std::string_view type) {
   std::string t = internal::ToLower(type);
   static const std::pair<const char*, double> kInfiniband[] = {
-      {"infiniband-sdr", 10}, {"infiniband-ddr", 20}, {"infiniband-qdr", 40}, {"infiniband-fdr10", 40},
-      {"infiniband-fdr", 56}, {"infiniband-edr", 100}, {"infiniband-hdr", 200}, {"infiniband-ndr", 400},
-      {"infiniband-xdr", 800}};
+      {"infiniband-sdr", 10},   {"infiniband-ddr", 20},  {"infiniband-qdr", 40},
+      {"infiniband-fdr10", 40}, {"infiniband-fdr", 56},  {"infiniband-edr", 100},
+      {"infiniband-hdr", 200},  {"infiniband-ndr", 400}, {"infiniband-xdr", 800}};
   for (const auto& [name, gbps] : kInfiniband) {
     if (t == name) return gbps;
   }
@@ -124,9 +124,12 @@ std::optional<double> GbpsFromNetboxType(std::string_view type) {
   if (base == std::string::npos || base == 0) return std::nullopt;
   std::string_view head(t.data(), base);
   double scale = 1e-3;  // no unit letter: Mb/s
-  if (head.back() == 'g') scale = 1, head.remove_suffix(1);
-  else if (head.back() == 't') scale = 1000, head.remove_suffix(1);
-  else if (head.back() == 'm') scale = 1e-3, head.remove_suffix(1);
+  if (head.back() == 'g')
+    scale = 1, head.remove_suffix(1);
+  else if (head.back() == 't')
+    scale = 1000, head.remove_suffix(1);
+  else if (head.back() == 'm')
+    scale = 1e-3, head.remove_suffix(1);
   double v = 0;
   auto [p, ec] = std::from_chars(head.data(), head.data() + head.size(), v);
   if (ec != std::errc() || p != head.data() + head.size() || v <= 0) return std::nullopt;
@@ -141,8 +144,10 @@ Result<std::vector<NetboxDevice>> ParseNetboxDevices(const json& pages, const Ne
       d.id = r.Int("id");
       // Unnamed devices exist in NetBox; they cannot be addressed by name.
       d.name = r.StringOr("name", "");
-      if (r.Has("role")) d.role = NestedSlug(r, "role");
-      else if (r.Has("device_role")) d.role = NestedSlug(r, "device_role");
+      if (r.Has("role"))
+        d.role = NestedSlug(r, "role");
+      else if (r.Has("device_role"))
+        d.role = NestedSlug(r, "device_role");
       d.status = ChoiceValue(r, "status");
       if (r.Has("site")) d.site = NestedSlug(r, "site");
       if (r.Has("rack")) {
@@ -209,8 +214,7 @@ Result<std::vector<NetboxCable>> ParseNetboxCables(const json& pages) {
 
 Result<model::TopologySpec> BuildNetboxTopology(const std::vector<NetboxDevice>& devices,
                                                 const std::vector<NetboxInterface>& interfaces,
-                                                const std::vector<NetboxCable>& cables,
-                                                const NetboxOptions& options) {
+                                                const std::vector<NetboxCable>& cables, const NetboxOptions& options) {
   std::unordered_map<int64_t, const NetboxDevice*> device_by_id;
   std::unordered_map<std::string, const NetboxDevice*> device_by_name;
   for (const auto& d : devices) {
@@ -310,10 +314,10 @@ Result<model::TopologySpec> BuildNetboxTopology(const std::vector<NetboxDevice>&
       }
       if (!gbps) {
         if (options.default_gbps <= 0) {
-          return InvalidArgument(fmt::format(
-              "netbox cable {} ({}:{} - {}:{}): no speed on either interface (speed null, type unknown); "
-              "set the interface speed or the default_gbps option",
-              c.id, a.device->name, a.port, b.device->name, b.port));
+          return InvalidArgument(
+              fmt::format("netbox cable {} ({}:{} - {}:{}): no speed on either interface (speed null, type unknown); "
+                          "set the interface speed or the default_gbps option",
+                          c.id, a.device->name, a.port, b.device->name, b.port));
         }
         gbps = options.default_gbps;
       }
@@ -336,14 +340,16 @@ Result<model::TopologySpec> BuildNetboxTopology(const std::vector<NetboxDevice>&
         roles += fmt::format("{}'{}' ×{}", roles.empty() ? "" : ", ", role.empty() ? "(no role)" : role, count);
       }
       for (const auto& [role, tier] : options.role_tiers) tiers += (tiers.empty() ? "" : ", ") + role;
-      why.push_back(fmt::format("{} joined two devices whose roles role_tiers does not name (roles seen: {}; "
-                                "role_tiers: {})",
-                                no_switch, roles, tiers.empty() ? "none" : tiers));
+      why.push_back(
+          fmt::format("{} joined two devices whose roles role_tiers does not name (roles seen: {}; "
+                      "role_tiers: {})",
+                      no_switch, roles, tiers.empty() ? "none" : tiers));
     }
     if (not_host_leaf) {
-      why.push_back(fmt::format("{} joined a switch to a device that is neither a leaf's host (host_roles) nor a "
-                                "switch",
-                                not_host_leaf));
+      why.push_back(
+          fmt::format("{} joined a switch to a device that is neither a leaf's host (host_roles) nor a "
+                      "switch",
+                      not_host_leaf));
     }
     std::string joined;
     for (const auto& w : why) joined += (joined.empty() ? "" : ", ") + w;

@@ -27,11 +27,8 @@ struct NetboxOptions {
   // Role slug -> switch tier. Devices of any other role are hosts when cabled
   // to a leaf, otherwise ignored. Tiers other than leaf/spine/superspine need
   // an entry in `tier_levels`.
-  std::map<std::string, std::string> role_tiers = {{"leaf", "leaf"},
-                                                   {"tor", "leaf"},
-                                                   {"spine", "spine"},
-                                                   {"superspine", "superspine"},
-                                                   {"core", "superspine"}};
+  std::map<std::string, std::string> role_tiers = {
+      {"leaf", "leaf"}, {"tor", "leaf"}, {"spine", "spine"}, {"superspine", "superspine"}, {"core", "superspine"}};
   std::map<std::string, int> tier_levels;
   // When non-empty, only devices of these role slugs can be hosts.
   std::set<std::string> host_roles;

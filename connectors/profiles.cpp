@@ -30,14 +30,17 @@ void UseChakra(model::JobSpec& job, const ChakraProfile& p) {
 // Reuses the native codec's iteration parser so rules accept exactly what a
 // drainwise.jobs/v1 document does; the error path is rewritten to `path`.
 IterationSpec ParseIteration(const json& j, const std::string& path) {
-  json wrapper = {{"format", codec::kJobsFormat}, {"jobs", json::array({{{"id", "rule"}, {"hosts", json::array()}, {"iteration", j}}})}};
+  json wrapper = {{"format", codec::kJobsFormat},
+                  {"jobs", json::array({{{"id", "rule"}, {"hosts", json::array()}, {"iteration", j}}})}};
   auto parsed = codec::ParseJobs(wrapper);
   if (!parsed) {
     std::string msg = parsed.error().message;
     const std::string prefix = "jobs[0].iteration";
     auto at = msg.find(prefix);
-    if (at != std::string::npos) msg.replace(at, prefix.size(), path);
-    else msg = path + ": " + msg;
+    if (at != std::string::npos)
+      msg.replace(at, prefix.size(), path);
+    else
+      msg = path + ": " + msg;
     throw FieldError("", msg);
   }
   return parsed->jobs[0].iteration;

@@ -27,10 +27,10 @@ namespace drainwise::connectors {
 using IterationSpec = model::BasicIteration<std::string>;
 
 struct ProfileRule {
-  std::string name;                           // for messages
-  std::map<std::string, std::string> match;   // label -> glob; every entry must match
-  std::string chakra;                         // name of a Chakra profile, or ""
-  std::optional<IterationSpec> iteration;     // used when no Chakra profile applies
+  std::string name;                          // for messages
+  std::map<std::string, std::string> match;  // label -> glob; every entry must match
+  std::string chakra;                        // name of a Chakra profile, or ""
+  std::optional<IterationSpec> iteration;    // used when no Chakra profile applies
 };
 
 // The documented default: one ring allreduce of 1 GiB per iteration after

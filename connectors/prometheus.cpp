@@ -46,7 +46,9 @@ struct LineParser {
 };
 
 Result<PromSample> ParseLine(std::string_view line, size_t line_no) {
-  auto fail = [&](std::string msg) { return InvalidArgument(fmt::format("prometheus text line {}: {}", line_no, msg)); };
+  auto fail = [&](std::string msg) {
+    return InvalidArgument(fmt::format("prometheus text line {}: {}", line_no, msg));
+  };
   LineParser p{line};
   PromSample sample;
   p.SkipBlanks();
@@ -64,10 +66,12 @@ Result<PromSample> ParseLine(std::string_view line, size_t line_no) {
       std::string label = p.Name();
       if (label.empty()) return fail(fmt::format("{}: expected a label name", sample.name));
       p.SkipBlanks();
-      if (p.pos >= line.size() || line[p.pos] != '=') return fail(fmt::format("{}: expected '=' after label '{}'", sample.name, label));
+      if (p.pos >= line.size() || line[p.pos] != '=')
+        return fail(fmt::format("{}: expected '=' after label '{}'", sample.name, label));
       ++p.pos;
       p.SkipBlanks();
-      if (p.pos >= line.size() || line[p.pos] != '"') return fail(fmt::format("{}: label '{}': expected '\"'", sample.name, label));
+      if (p.pos >= line.size() || line[p.pos] != '"')
+        return fail(fmt::format("{}: label '{}': expected '\"'", sample.name, label));
       ++p.pos;
       std::string value;
       bool closed = false;
@@ -80,9 +84,12 @@ Result<PromSample> ParseLine(std::string_view line, size_t line_no) {
         if (c == '\\') {
           if (p.pos >= line.size()) break;
           char e = line[p.pos++];
-          if (e == 'n') value += '\n';
-          else if (e == '\\' || e == '"') value += e;
-          else return fail(fmt::format("{}: label '{}': unknown escape '\\{}'", sample.name, label, e));
+          if (e == 'n')
+            value += '\n';
+          else if (e == '\\' || e == '"')
+            value += e;
+          else
+            return fail(fmt::format("{}: label '{}': unknown escape '\\{}'", sample.name, label, e));
         } else {
           value += c;
         }
@@ -195,7 +202,18 @@ Result<std::vector<PromSample>> ParsePrometheusQuery(const json& doc) {
 
 namespace {
 
-enum class Field { kRxBytes, kTxBytes, kRxErrors, kTxErrors, kRxDiscards, kTxDiscards, kSpeedBytes, kSpeedMbps, kUp, kOperStatus };
+enum class Field {
+  kRxBytes,
+  kTxBytes,
+  kRxErrors,
+  kTxErrors,
+  kRxDiscards,
+  kTxDiscards,
+  kSpeedBytes,
+  kSpeedMbps,
+  kUp,
+  kOperStatus
+};
 
 struct MetricDef {
   const char* name;
@@ -250,8 +268,8 @@ Result<CounterSample> CountersFromPrometheus(const std::vector<PromSample>& samp
     if (device.empty()) {
       std::string raw = get(options.device_label.c_str());
       if (raw.empty()) {
-        return InvalidArgument(fmt::format("prometheus {}{{{}=\"{}\"}}: no '{}' label and no device option",
-                                           s.name, def->snmp ? "ifName" : "device", iface, options.device_label));
+        return InvalidArgument(fmt::format("prometheus {}{{{}=\"{}\"}}: no '{}' label and no device option", s.name,
+                                           def->snmp ? "ifName" : "device", iface, options.device_label));
       }
       device = internal::StripPort(raw);
       if (!options.strip_suffix.empty() && device.size() > options.strip_suffix.size() &&
@@ -261,30 +279,46 @@ Result<CounterSample> CountersFromPrometheus(const std::vector<PromSample>& samp
     }
     auto [it, inserted] = index.try_emplace({device, iface}, out.interfaces.size());
     if (inserted) {
-        InterfaceCounters fresh;
-        fresh.device = device;
-        fresh.interface = iface;
-        out.interfaces.push_back(std::move(fresh));
-      }
+      InterfaceCounters fresh;
+      fresh.device = device;
+      fresh.interface = iface;
+      out.interfaces.push_back(std::move(fresh));
+    }
     InterfaceCounters& c = out.interfaces[it->second];
     if (s.timestamp_ms) c.time_s = std::max(c.time_s.value_or(0), *s.timestamp_ms / 1000.0);
     double v = s.value;
     if (std::isnan(v)) continue;
     switch (def->field) {
-      case Field::kRxBytes: c.rx_bytes = v; break;
-      case Field::kTxBytes: c.tx_bytes = v; break;
-      case Field::kRxErrors: c.rx_errors = v; break;
-      case Field::kTxErrors: c.tx_errors = v; break;
-      case Field::kRxDiscards: c.rx_discards = v; break;
-      case Field::kTxDiscards: c.tx_discards = v; break;
+      case Field::kRxBytes:
+        c.rx_bytes = v;
+        break;
+      case Field::kTxBytes:
+        c.tx_bytes = v;
+        break;
+      case Field::kRxErrors:
+        c.rx_errors = v;
+        break;
+      case Field::kTxErrors:
+        c.tx_errors = v;
+        break;
+      case Field::kRxDiscards:
+        c.rx_discards = v;
+        break;
+      case Field::kTxDiscards:
+        c.tx_discards = v;
+        break;
       case Field::kSpeedBytes:
         if (v > 0) c.speed_bps = v * 8;
         break;
       case Field::kSpeedMbps:
         if (v > 0) c.speed_bps = v * 1e6;
         break;
-      case Field::kUp: c.oper_up = v == 1; break;
-      case Field::kOperStatus: c.oper_up = v == 1; break;
+      case Field::kUp:
+        c.oper_up = v == 1;
+        break;
+      case Field::kOperStatus:
+        c.oper_up = v == 1;
+        break;
     }
   }
   return out;

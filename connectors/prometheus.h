@@ -40,7 +40,7 @@ struct PrometheusTelemetryOptions {
   // (":port" stripped, then `strip_suffix` removed when it ends the name).
   std::string device;
   std::string device_label = "instance";
-  std::string strip_suffix;               // e.g. ".dc1.example.net"
+  std::string strip_suffix;  // e.g. ".dc1.example.net"
   std::vector<std::string> skip_interfaces = {"lo"};
 };
 

@@ -28,10 +28,14 @@ struct SwitchLine {
 
 std::string TierName(int level) {
   switch (level) {
-    case model::kLeafLevel: return "leaf";
-    case model::kSpineLevel: return "spine";
-    case model::kSuperspineLevel: return "superspine";
-    default: return fmt::format("tier{}", level);
+    case model::kLeafLevel:
+      return "leaf";
+    case model::kSpineLevel:
+      return "spine";
+    case model::kSuperspineLevel:
+      return "superspine";
+    default:
+      return fmt::format("tier{}", level);
   }
 }
 
@@ -136,8 +140,8 @@ Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text, const 
             return where(fmt::format("BlockSizes: '{}' is not a positive whole number", item));
           }
           if (!block_sizes.empty() && v <= block_sizes.back()) {
-            return where(fmt::format("BlockSizes: {} does not grow after {} (sizes must increase)", v,
-                                     block_sizes.back()));
+            return where(
+                fmt::format("BlockSizes: {} does not grow after {} (sizes must increase)", v, block_sizes.back()));
           }
           block_sizes.push_back(v);
         }
@@ -168,7 +172,8 @@ Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text, const 
       continue;
     }
     if (is_block) {
-      if (!sw.name.empty()) return where("a line has either SwitchName= (topology/tree) or BlockName= (topology/block)");
+      if (!sw.name.empty())
+        return where("a line has either SwitchName= (topology/tree) or BlockName= (topology/block)");
       if (has_switches) return where(fmt::format("block '{}': Switches= is not part of topology/block", block_name));
       if (!has_nodes) return where(fmt::format("block '{}' has no Nodes=", block_name));
       if (block_name.empty()) return where("BlockName= is empty");
@@ -194,8 +199,8 @@ Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text, const 
         blocks.front().line, lines.front().line));
   }
   if (!block_sizes.empty() && blocks.empty()) {
-    return InvalidArgument(fmt::format("topology.conf line {}: BlockSizes= without any BlockName= line",
-                                       block_sizes_line));
+    return InvalidArgument(
+        fmt::format("topology.conf line {}: BlockSizes= without any BlockName= line", block_sizes_line));
   }
 
   model::TopologySpec spec;
@@ -225,9 +230,10 @@ Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text, const 
     for (size_t i = 0; i < blocks.size(); ++i) {
       const auto& b = blocks[i];
       if (!block_sizes.empty() && b.nodes.size() > static_cast<size_t>(block_sizes[0])) {
-        return InvalidArgument(fmt::format("topology.conf line {}: block '{}' has {} nodes, more than the base block "
-                                           "size {} (BlockSizes, line {})",
-                                           b.line, b.name, b.nodes.size(), block_sizes[0], block_sizes_line));
+        return InvalidArgument(
+            fmt::format("topology.conf line {}: block '{}' has {} nodes, more than the base block "
+                        "size {} (BlockSizes, line {})",
+                        b.line, b.name, b.nodes.size(), block_sizes[0], block_sizes_line));
       }
       std::string pod = per_pod > 0 ? fmt::format("block-pod-{}", i / per_pod) : "";
       model::NodeSpec leaf;
@@ -252,8 +258,8 @@ Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text, const 
     std::function<Result<int>(size_t)> level_of = [&](size_t i) -> Result<int> {
       if (level[i] > 0) return level[i];
       if (level[i] < 0) {
-        return InvalidArgument(fmt::format("topology.conf line {}: switch '{}' is part of a cycle",
-                                           lines[i].line, lines[i].name));
+        return InvalidArgument(
+            fmt::format("topology.conf line {}: switch '{}' is part of a cycle", lines[i].line, lines[i].name));
       }
       level[i] = -1;
       int l = 1;
@@ -286,8 +292,8 @@ Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text, const 
       for (const auto& child : sw.switches) spec.links.push_back({child, sw.name, gbps, "", ""});
       for (const auto& host : sw.nodes) {
         if (by_name.count(host)) {
-          return InvalidArgument(fmt::format("topology.conf line {}: '{}' is a switch, listed in Nodes=",
-                                             sw.line, host));
+          return InvalidArgument(
+              fmt::format("topology.conf line {}: '{}' is a switch, listed in Nodes=", sw.line, host));
         }
         add_host(host, "");
         spec.links.push_back({host, sw.name, gbps, "", ""});
@@ -356,8 +362,8 @@ std::optional<int> GpusInTres(std::string_view tres) {
       }
       // "gres/gpu=8" or "gres/gpu:8" is untyped; "gres/gpu:h100:8" or
       // "gres/gpu:h100=8" carries a type between "gpu" and the count.
-      bool has_type = item.substr(gpu + 3, sep == std::string_view::npos ? 0 : sep - gpu - 3).find(':') !=
-                      std::string_view::npos;
+      bool has_type =
+          item.substr(gpu + 3, sep == std::string_view::npos ? 0 : sep - gpu - 3).find(':') != std::string_view::npos;
       (has_type ? typed : untyped) = v;
     }
     if (comma == std::string_view::npos) break;
@@ -397,8 +403,9 @@ Result<model::JobsSpec> ParseSlurmJobs(const nlohmann::json& doc, const SlurmJob
     if (top.Has("errors")) {
       const json& errors = top.Array("errors");
       if (!errors.empty()) {
-        std::string what = errors[0].is_object() ? errors[0].value("description", errors[0].value("error", errors[0].dump()))
-                                                 : errors[0].dump();
+        std::string what = errors[0].is_object()
+                               ? errors[0].value("description", errors[0].value("error", errors[0].dump()))
+                               : errors[0].dump();
         throw FieldError("errors[0]", fmt::format("slurm reported: {}", what));
       }
     }
@@ -430,8 +437,9 @@ Result<model::JobsSpec> ParseSlurmJobs(const nlohmann::json& doc, const SlurmJob
         auto gpu = HoldsGpus(r);
         if (gpu && !*gpu) {
           if (options.cpu_jobs == "skip") {
-            diag.Skip(where, "CPU-only: no GPU in tres_per_node, tres_per_job, tres_per_task, tres_per_socket or "
-                             "tres_alloc_str (cpu_jobs: skip)");
+            diag.Skip(where,
+                      "CPU-only: no GPU in tres_per_node, tres_per_job, tres_per_task, tres_per_socket or "
+                      "tres_alloc_str (cpu_jobs: skip)");
             continue;
           }
           j.labels["cpu_only"] = "true";
@@ -444,8 +452,11 @@ Result<model::JobsSpec> ParseSlurmJobs(const nlohmann::json& doc, const SlurmJob
         }
         if (auto t = SlurmNumber(r, "start_time"); t && *t > 0) j.started_at = static_cast<int64_t>(*t);
         if (auto t = SlurmNumber(r, "end_time"); t && *t > 0) j.expected_end = static_cast<int64_t>(*t);
-        for (auto [label, key] : {std::pair{"partition", "partition"}, {"user", "user_name"},
-                                  {"account", "account"}, {"qos", "qos"}, {"slurm_job_name", "name"}}) {
+        for (auto [label, key] : {std::pair{"partition", "partition"},
+                                  {"user", "user_name"},
+                                  {"account", "account"},
+                                  {"qos", "qos"},
+                                  {"slurm_job_name", "name"}}) {
           if (r.Has(key) && r.Raw(key).is_string() && !r.Raw(key).get_ref<const std::string&>().empty()) {
             j.labels[label] = r.Raw(key).get<std::string>();
           }

@@ -52,8 +52,7 @@ struct SlurmTopologyOptions {
 // line: unknown keys, undefined or duplicate switches, cycles, bad hostlists,
 // hostlists past the bounds of hostlist.h (every line of a file shares one
 // document budget).
-Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text,
-                                                   const SlurmTopologyOptions& options = {},
+Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text, const SlurmTopologyOptions& options = {},
                                                    Diagnostics* diagnostics = nullptr);
 
 struct SlurmJobsOptions {

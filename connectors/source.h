@@ -49,9 +49,9 @@
 namespace drainwise::connectors {
 
 // The kinds, as written in the config.
-inline constexpr const char* kSourceKinds[] = {"netbox", "lldp",       "slurm-topology", "slurm",
-                                               "kubernetes", "prometheus", "gnmi",          "chakra",
-                                               "native", "containerlab", "networkx",      "batfish"};
+inline constexpr const char* kSourceKinds[] = {"netbox",     "lldp",         "slurm-topology", "slurm",
+                                               "kubernetes", "prometheus",   "gnmi",           "chakra",
+                                               "native",     "containerlab", "networkx",       "batfish"};
 
 struct SourceConfig {
   std::string name;  // unique, [A-Za-z0-9_.-]+
@@ -62,8 +62,8 @@ struct SourceConfig {
   std::string url;
   std::string path;
   std::string command;
-  double refresh_s = 60;   // > 0; also the retry interval after a failure
-  double timeout_s = 10;   // per fetch (per page for netbox)
+  double refresh_s = 60;  // > 0; also the retry interval after a failure
+  double timeout_s = 10;  // per fetch (per page for netbox)
   size_t max_bytes = 64 << 20;
   // Credential, read at each fetch (rotation-friendly), never logged.
   std::string token_env;
@@ -77,7 +77,7 @@ struct SourceConfig {
 
   // Kind-specific options ("options" object in the config).
   NetboxOptions netbox;
-  std::string netbox_filter;   // extra query for all three endpoints, e.g. "site=dc1"
+  std::string netbox_filter;  // extra query for all three endpoints, e.g. "site=dc1"
   int netbox_page_size = 1000;
   LldpOptions lldp;
   std::string lldp_local_system;  // for a single lldpctl report
@@ -130,17 +130,17 @@ Result<SourceData> LoadSource(const SourceConfig& config, double now_s);
 struct SourceStatus {
   std::string name;
   std::string kind;
-  std::string location;                  // from Location(): no credentials
-  std::optional<int64_t> last_attempt;   // unix seconds
-  std::optional<int64_t> last_success;   // unix seconds of the last good fetch (changed or not)
-  std::optional<int64_t> last_change;    // unix seconds of the last accepted new content
-  std::string last_error;                // of the last attempt, "" when it succeeded
-  bool stale = true;                     // no data yet, or the last attempt failed
-  bool has_data = false;                 // a good document is held (possibly stale)
-  uint64_t versions = 0;                 // distinct contents accepted so far
+  std::string location;                 // from Location(): no credentials
+  std::optional<int64_t> last_attempt;  // unix seconds
+  std::optional<int64_t> last_success;  // unix seconds of the last good fetch (changed or not)
+  std::optional<int64_t> last_change;   // unix seconds of the last accepted new content
+  std::string last_error;               // of the last attempt, "" when it succeeded
+  bool stale = true;                    // no data yet, or the last attempt failed
+  bool has_data = false;                // a good document is held (possibly stale)
+  uint64_t versions = 0;                // distinct contents accepted so far
   uint64_t attempts = 0;
   uint64_t failures = 0;
-  std::string content_hash;              // hex, of the content held
+  std::string content_hash;  // hex, of the content held
   // From the last good document: items skipped (the rest applied) and
   // warnings (applied, but worth a look), each with its reason.
   Diagnostics diagnostics;
@@ -232,7 +232,7 @@ class SourceManager {
   SourceManagerOptions options_;
   UpdateCallback on_update_;
 
-  mutable std::mutex state_mutex_;   // guards states_ and current_
+  mutable std::mutex state_mutex_;  // guards states_ and current_
   std::vector<std::unique_ptr<State>> states_;
   Update current_;
   std::map<std::string, uint64_t> published_hashes_;  // "topology"/"jobs"/"telemetry" -> hash

@@ -40,9 +40,8 @@ std::map<std::string, double> NumberMap(const ObjectReader& r, std::string_view 
 
 void ParseKindOptions(SourceConfig& c, const ObjectReader& o) {
   if (c.kind == "netbox") {
-    o.RejectUnknown({"name", "role_tiers", "tier_levels", "host_roles", "skip_device_statuses",
-                     "skip_cable_statuses", "default_gbps", "gpus_custom_field", "default_gpus", "filter",
-                     "page_size"});
+    o.RejectUnknown({"name", "role_tiers", "tier_levels", "host_roles", "skip_device_statuses", "skip_cable_statuses",
+                     "default_gbps", "gpus_custom_field", "default_gpus", "filter", "page_size"});
     auto& n = c.netbox;
     n.name = o.StringOr("name", c.name);
     if (o.Has("role_tiers")) n.role_tiers = o.StringMap("role_tiers");
@@ -56,7 +55,8 @@ void ParseKindOptions(SourceConfig& c, const ObjectReader& o) {
     n.default_gpus = static_cast<int>(o.IntOr("default_gpus", n.default_gpus));
     c.netbox_filter = o.StringOr("filter", "");
     c.netbox_page_size = static_cast<int>(o.IntOr("page_size", c.netbox_page_size));
-    if (c.netbox_page_size < 1 || c.netbox_page_size > 1000) throw FieldError(o.Child("page_size"), "must be within [1, 1000]");
+    if (c.netbox_page_size < 1 || c.netbox_page_size > 1000)
+      throw FieldError(o.Child("page_size"), "must be within [1, 1000]");
   } else if (c.kind == "lldp") {
     o.RejectUnknown({"name", "tier_patterns", "tier_levels", "default_gbps", "port_gbps", "gpus_per_host",
                      "local_system", "fabric_ports", "aliases", "strip_domain"});
@@ -211,8 +211,8 @@ Result<SourceConfig> ParseSourceConfig(const json& j, const std::string& path) {
     ParseKindOptions(c, o);
     if (c.chakra_profile.empty()) c.chakra_profile = c.name;
     c.authority = c.kind == "netbox" || c.kind == "slurm-topology" ? TopologyAuthority::kIntent
-                  : c.kind == "lldp"                                ? TopologyAuthority::kObservation
-                                                                    : TopologyAuthority::kAll;
+                  : c.kind == "lldp"                               ? TopologyAuthority::kObservation
+                                                                   : TopologyAuthority::kAll;
     if (r.Has("authority")) {
       if (!IsTopologyKind(c.kind)) {
         throw FieldError(r.Child("authority"), fmt::format("only topology sources have one, not {}", c.kind));

@@ -46,13 +46,19 @@ Result<std::vector<HttpHeader>> AuthHeaders(const SourceConfig& c) {
   if (token.empty()) return headers;
   std::string scheme = c.auth_scheme;
   if (scheme.empty()) {
-    if (c.kind == "netbox") scheme = token.rfind("nbt_", 0) == 0 ? "bearer" : "token";
-    else if (c.kind == "slurm") scheme = "slurm";
-    else scheme = "bearer";
+    if (c.kind == "netbox")
+      scheme = token.rfind("nbt_", 0) == 0 ? "bearer" : "token";
+    else if (c.kind == "slurm")
+      scheme = "slurm";
+    else
+      scheme = "bearer";
   }
-  if (scheme == "token") headers.push_back({"Authorization", "Token " + token});
-  else if (scheme == "slurm") headers.push_back({"X-SLURM-USER-TOKEN", token});
-  else headers.push_back({"Authorization", "Bearer " + token});
+  if (scheme == "token")
+    headers.push_back({"Authorization", "Token " + token});
+  else if (scheme == "slurm")
+    headers.push_back({"X-SLURM-USER-TOKEN", token});
+  else
+    headers.push_back({"Authorization", "Bearer " + token});
   return headers;
 }
 
@@ -125,7 +131,8 @@ Result<SourceData> ParseSourceDocument(const SourceConfig& c, std::string_view b
     bool ietf = false;
     if (!t.empty() && t.front() == '{') {
       auto doc = codec::ParseJsonText(t);
-      if (doc && doc->is_object() && (doc->contains("openconfig-interfaces:interfaces") || doc->contains("interfaces"))) {
+      if (doc && doc->is_object() &&
+          (doc->contains("openconfig-interfaces:interfaces") || doc->contains("interfaces"))) {
         ietf = true;
         auto s = ParseOpenconfigInterfaces(*doc, c.gnmi, now_s);
         if (!s) return wrap(s.error());

@@ -17,7 +17,9 @@ namespace {
 using internal::json;
 
 uint64_t HashDouble(uint64_t h, double v) { return internal::Fnv1a64(fmt::format("{:.17g};", v), h); }
-uint64_t HashOpt(uint64_t h, const std::optional<double>& v) { return v ? HashDouble(h, *v) : internal::Fnv1a64("-;", h); }
+uint64_t HashOpt(uint64_t h, const std::optional<double>& v) {
+  return v ? HashDouble(h, *v) : internal::Fnv1a64("-;", h);
+}
 
 uint64_t HashData(const SourceData& d) {
   uint64_t h = internal::Fnv1a64("source");
@@ -27,7 +29,8 @@ uint64_t HashData(const SourceData& d) {
     // Values only: an unchanged scrape is no news, whatever its time.
     for (const auto& c : d.counters->interfaces) {
       h = internal::Fnv1a64(c.device + ":" + c.interface + ";", h);
-      for (const auto* v : {&c.rx_bytes, &c.tx_bytes, &c.rx_errors, &c.tx_errors, &c.rx_discards, &c.tx_discards, &c.speed_bps}) {
+      for (const auto* v :
+           {&c.rx_bytes, &c.tx_bytes, &c.rx_errors, &c.tx_errors, &c.rx_discards, &c.tx_discards, &c.speed_bps}) {
         h = HashOpt(h, *v);
       }
       h = internal::Fnv1a64(c.oper_up ? (*c.oper_up ? "up" : "down") : "?", h);
@@ -49,7 +52,8 @@ uint64_t HashTelemetry(const std::vector<InterfaceTelemetry>& t) {
   uint64_t h = internal::Fnv1a64("telemetry");
   for (const auto& i : t) {
     h = internal::Fnv1a64(i.device + ":" + i.interface + (i.has_rates ? "+" : "-"), h);
-    for (double v : {i.rx_bps, i.tx_bps, i.rx_errors_per_s, i.tx_errors_per_s, i.rx_discards_per_s, i.tx_discards_per_s}) {
+    for (double v :
+         {i.rx_bps, i.tx_bps, i.rx_errors_per_s, i.tx_errors_per_s, i.rx_discards_per_s, i.tx_discards_per_s}) {
       h = HashDouble(h, v);
     }
     h = HashOpt(h, i.speed_bps);

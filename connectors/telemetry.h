@@ -60,19 +60,19 @@ struct LinkTelemetry {
   bool has_rates = false;
   double a_to_b_bps = 0;  // when both ends report, the larger of the two measurements
   double b_to_a_bps = 0;
-  double errors_per_s = 0;    // rx + tx errors, both ends
-  double discards_per_s = 0;  // rx + tx discards, both ends
-  std::optional<bool> oper_up;        // false when either end is down
-  std::optional<double> speed_bps;    // lowest reported end speed
-  double capacity_bps = 0;            // from the topology
+  double errors_per_s = 0;          // rx + tx errors, both ends
+  double discards_per_s = 0;        // rx + tx discards, both ends
+  std::optional<bool> oper_up;      // false when either end is down
+  std::optional<double> speed_bps;  // lowest reported end speed
+  double capacity_bps = 0;          // from the topology
 
   // Busier direction / capacity (0 when capacity is unknown).
   double Utilization() const;
 };
 
 struct LinkTelemetrySet {
-  std::vector<LinkTelemetry> links;     // one per link with any data, by LinkId
-  std::vector<std::string> unmatched;   // "device:interface" with no link (sorted)
+  std::vector<LinkTelemetry> links;    // one per link with any data, by LinkId
+  std::vector<std::string> unmatched;  // "device:interface" with no link (sorted)
 };
 
 // Maps interface telemetry onto `topology`: interface P of device D is the
@@ -91,9 +91,9 @@ LinkTelemetrySet MapToLinks(const model::Topology& topology, const std::vector<I
 std::vector<std::pair<double, double>> BackgroundBps(const model::Topology& topology, const LinkTelemetrySet& set);
 
 struct DegradedThresholds {
-  double max_errors_per_s = 1;      // above this the link is degraded
+  double max_errors_per_s = 1;  // above this the link is degraded
   double max_discards_per_s = 100;
-  double max_utilization = 0.9;     // busier direction / capacity
+  double max_utilization = 0.9;  // busier direction / capacity
 };
 
 // Why a link is degraded ("oper down", "errors 3.2/s > 1/s", ...); empty = healthy.

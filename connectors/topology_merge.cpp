@@ -36,9 +36,12 @@ struct Cable {
 
 std::string_view TopologyAuthorityName(TopologyAuthority a) {
   switch (a) {
-    case TopologyAuthority::kIntent: return "intent";
-    case TopologyAuthority::kObservation: return "observation";
-    case TopologyAuthority::kAll: return "all";
+    case TopologyAuthority::kIntent:
+      return "intent";
+    case TopologyAuthority::kObservation:
+      return "observation";
+    case TopologyAuthority::kAll:
+      return "all";
   }
   return "all";
 }
@@ -111,7 +114,7 @@ Result<MergedTopology> MergeTopologies(const std::vector<TopologyContribution>& 
 
   // Cables.
   std::vector<Cable> cables;
-  std::map<std::pair<End, End>, size_t> by_ends;              // with ports
+  std::map<std::pair<End, End>, size_t> by_ends;                          // with ports
   std::multimap<std::pair<std::string, std::string>, size_t> by_devices;  // device pair, for port-less matches
   auto key_of = [](End a, End b) { return a < b ? std::pair{a, b} : std::pair{b, a}; };
   auto devices_of = [](const End& a, const End& b) {
@@ -173,8 +176,10 @@ Result<MergedTopology> MergeTopologies(const std::vector<TopologyContribution>& 
       }
       // The speed a link runs at: measured when measured, else planned, else
       // the first connector default.
-      if (cab.observed_gbps) cab.gbps = *cab.observed_gbps;
-      else if (cab.intent_gbps) cab.gbps = *cab.intent_gbps;
+      if (cab.observed_gbps)
+        cab.gbps = *cab.observed_gbps;
+      else if (cab.intent_gbps)
+        cab.gbps = *cab.intent_gbps;
     }
   }
 
@@ -196,16 +201,13 @@ Result<MergedTopology> MergeTopologies(const std::vector<TopologyContribution>& 
     bool checkable = observed.count(cab.x.device) || observed.count(cab.y.device);
     // Pure-intent sources alongside an observation: the observation must have
     // seen the cable where it looked.
-    bool only_intent_seen = seen && std::all_of(cab.observed_sources.begin(), cab.observed_sources.end(),
-                                                [&](const std::string& s) {
-                                                  return std::find(cab.intent_sources.begin(),
-                                                                   cab.intent_sources.end(),
-                                                                   s) != cab.intent_sources.end();
-                                                });
+    bool only_intent_seen =
+        seen && std::all_of(cab.observed_sources.begin(), cab.observed_sources.end(), [&](const std::string& s) {
+          return std::find(cab.intent_sources.begin(), cab.intent_sources.end(), s) != cab.intent_sources.end();
+        });
     if (any_observation && intended && (!seen || only_intent_seen) && checkable) {
       add_drift({"cable_not_seen", cab.x.device, cab.x.port, cab.y.device, cab.y.port,
-                 "intended, but not seen up by the observing source(s); left out of the fabric",
-                 cab.intent_sources});
+                 "intended, but not seen up by the observing source(s); left out of the fabric", cab.intent_sources});
       continue;
     }
     if (any_intent && seen && !intended && nodes.count(cab.x.device) && nodes.count(cab.y.device)) {
@@ -214,8 +216,8 @@ Result<MergedTopology> MergeTopologies(const std::vector<TopologyContribution>& 
     }
     if (cab.intent_gbps && cab.observed_gbps && *cab.intent_gbps != *cab.observed_gbps) {
       add_drift({"speed_mismatch", cab.x.device, cab.x.port, cab.y.device, cab.y.port,
-                 fmt::format("intended {:g} Gb/s, observed {:g} Gb/s; using {:g}", *cab.intent_gbps,
-                             *cab.observed_gbps, cab.gbps),
+                 fmt::format("intended {:g} Gb/s, observed {:g} Gb/s; using {:g}", *cab.intent_gbps, *cab.observed_gbps,
+                             cab.gbps),
                  cab.speed_sources});
     }
     model::LinkSpec l{cab.x.device, cab.y.device, cab.gbps, cab.x.port, cab.y.port};
@@ -259,8 +261,10 @@ std::string Cable(const DriftItem& d) {
 std::string Escape(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
-    else out.push_back(c);
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else
+      out.push_back(c);
   }
   return out;
 }
@@ -304,7 +308,8 @@ std::map<std::string, std::vector<std::string>> DriftByDevice(const MergedTopolo
   for (const auto& [device, indexes] : merged.drift_by_device) {
     for (size_t i : indexes) {
       const DriftItem& d = merged.drift[i];
-      out[device].push_back(fmt::format("{} {}", d.kind == "device_only_in" ? "device" : "cable " + Cable(d), d.detail));
+      out[device].push_back(
+          fmt::format("{} {}", d.kind == "device_only_in" ? "device" : "cable " + Cable(d), d.detail));
     }
   }
   return out;

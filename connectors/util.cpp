@@ -28,20 +28,33 @@ Result<std::vector<json>> ParseConcatenatedJson(std::string_view text) {
     for (; pos < text.size(); ++pos) {
       char c = text[pos];
       if (in_string) {
-        if (escaped) escaped = false;
-        else if (c == '\\') escaped = true;
-        else if (c == '"') in_string = false;
-        if (scalar && !in_string) { ++pos; break; }
+        if (escaped)
+          escaped = false;
+        else if (c == '\\')
+          escaped = true;
+        else if (c == '"')
+          in_string = false;
+        if (scalar && !in_string) {
+          ++pos;
+          break;
+        }
         continue;
       }
-      if (c == '"') { in_string = true; continue; }
+      if (c == '"') {
+        in_string = true;
+        continue;
+      }
       if (scalar) {
         if (std::isspace(static_cast<unsigned char>(c))) break;
         continue;
       }
-      if (c == '{' || c == '[') ++depth;
+      if (c == '{' || c == '[')
+        ++depth;
       else if (c == '}' || c == ']') {
-        if (--depth == 0) { ++pos; break; }
+        if (--depth == 0) {
+          ++pos;
+          break;
+        }
       }
     }
     std::string_view slice = text.substr(start, pos - start);

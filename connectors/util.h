@@ -20,9 +20,7 @@ using json = nlohmann::json;
 // InvalidArgument whose message starts with `what` ("netbox devices: ...").
 template <class Fn>
 auto Guard(std::string_view what, Fn&& fn) -> Result<decltype(fn())> {
-  auto prefix = [&](const char* m) {
-    return what.empty() ? std::string(m) : std::string(what) + ": " + m;
-  };
+  auto prefix = [&](const char* m) { return what.empty() ? std::string(m) : std::string(what) + ": " + m; };
   try {
     return fn();
   } catch (const codec::FieldError& e) {

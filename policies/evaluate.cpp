@@ -66,8 +66,17 @@ void EvaluateJobRule(const JobRule& rule, const std::vector<JobImpact>& jobs, Ve
   for (const JobImpact& j : jobs) {
     if (!rule.select.Matches(j.id, j.tenant, j.priority, j.labels)) continue;
     auto fire = [&](std::string metric, Value measured, Value limit, std::string message) {
-      v.reasons.push_back(Reason{rule.name, rule.action, true, j.id, j.id, j.job, {}, std::move(metric),
-                                 std::move(measured), std::move(limit), std::move(message)});
+      v.reasons.push_back(Reason{rule.name,
+                                 rule.action,
+                                 true,
+                                 j.id,
+                                 j.id,
+                                 j.job,
+                                 {},
+                                 std::move(metric),
+                                 std::move(measured),
+                                 std::move(limit),
+                                 std::move(message)});
     };
     std::string who = fmt::format("job '{}' (priority {})", j.id, j.priority);
     if (l.forbid_disconnect && !j.connected) {
@@ -93,8 +102,8 @@ void EvaluateJobRule(const JobRule& rule, const std::vector<JobImpact>& jobs, Ve
     }
     if (l.min_bandwidth_fraction && j.bandwidth_fraction < *l.min_bandwidth_fraction - kTolerance) {
       fire("min_bandwidth_fraction", j.bandwidth_fraction, *l.min_bandwidth_fraction,
-           fmt::format("{} would keep {}% of its bandwidth, below the {}% limit", who,
-                       Num(100 * j.bandwidth_fraction), Num(100 * *l.min_bandwidth_fraction)));
+           fmt::format("{} would keep {}% of its bandwidth, below the {}% limit", who, Num(100 * j.bandwidth_fraction),
+                       Num(100 * *l.min_bandwidth_fraction)));
     }
     if (l.min_path_fraction && j.path_fraction < *l.min_path_fraction - kTolerance) {
       fire("min_path_fraction", j.path_fraction, *l.min_path_fraction,
@@ -103,9 +112,9 @@ void EvaluateJobRule(const JobRule& rule, const std::vector<JobImpact>& jobs, Ve
     }
   }
   if (!no_slowdown.empty()) {
-    v.unchecked.push_back(Unchecked{
-        rule.name, rule.action, "max_slowdown_pct", std::move(no_slowdown),
-        "slowdown not measured (the flow-level simulation did not run) for the selected jobs listed"});
+    v.unchecked.push_back(
+        Unchecked{rule.name, rule.action, "max_slowdown_pct", std::move(no_slowdown),
+                  "slowdown not measured (the flow-level simulation did not run) for the selected jobs listed"});
   }
   if (!no_paths.empty()) {
     v.unchecked.push_back(Unchecked{rule.name, rule.action, "min_paths_after", std::move(no_paths),
@@ -119,8 +128,8 @@ void EvaluateJobRule(const JobRule& rule, const std::vector<JobImpact>& jobs, Ve
 struct FabricState {
   const Topology& topology;
   const Drain& proposed;
-  Drain active;  // all active drains merged
-  Drain merged;  // active + proposed
+  Drain active;                     // all active drains merged
+  Drain merged;                     // active + proposed
   std::vector<bool> newly_drained;  // per node: drained by the proposal and not already
 };
 
@@ -142,7 +151,10 @@ bool TierExists(const Topology& t, const std::string& tier) {
 }
 
 void UnknownTier(const FabricRule& rule, const Topology& t, Verdict& v) {
-  v.unchecked.push_back(Unchecked{rule.name, rule.action, std::string(FabricRuleKindName(rule.kind)), {},
+  v.unchecked.push_back(Unchecked{rule.name,
+                                  rule.action,
+                                  std::string(FabricRuleKindName(rule.kind)),
+                                  {},
                                   fmt::format("topology '{}' has no tier '{}'", t.name(), rule.tier)});
 }
 
@@ -203,16 +215,24 @@ void EvaluateCapacity(const FabricRule& rule, const FabricState& s, Verdict& v) 
     double pct = g.capacity.pct();
     // Fires only when the proposal adds to this group's drained capacity.
     if (!(pct > rule.limit + kTolerance) || !(g.capacity.drained_bps > g.active_drained_bps)) continue;
-    std::string where = key.pod.empty() ? fmt::format("{} tier", key.tier)
-                                        : fmt::format("{} tier in pod '{}'", key.tier, key.pod);
-    std::vector<std::string> elements =
-        SortedNames(t, std::vector<NodeId>(g.switches.begin(), g.switches.end()));
+    std::string where =
+        key.pod.empty() ? fmt::format("{} tier", key.tier) : fmt::format("{} tier in pod '{}'", key.tier, key.pod);
+    std::vector<std::string> elements = SortedNames(t, std::vector<NodeId>(g.switches.begin(), g.switches.end()));
     std::string message = fmt::format(
         "{}% of the link capacity of the {} would be out of service ({} of {} Gb/s, active drains included), "
         "above the {}% limit",
         Num(pct), where, Num(g.capacity.drained_bps / 1e9), Num(g.capacity.total_bps / 1e9), Num(rule.limit));
-    v.reasons.push_back(Reason{rule.name, rule.action, false, where, {}, {}, std::move(elements),
-                               "max_capacity_drained_pct", pct, rule.limit, std::move(message)});
+    v.reasons.push_back(Reason{rule.name,
+                               rule.action,
+                               false,
+                               where,
+                               {},
+                               {},
+                               std::move(elements),
+                               "max_capacity_drained_pct",
+                               pct,
+                               rule.limit,
+                               std::move(message)});
   }
 }
 
@@ -229,10 +249,20 @@ void EvaluateSwitchCount(const FabricRule& rule, const FabricState& s, Verdict& 
   double count = static_cast<double>(counted.size());
   if (!adds || !(count > rule.limit)) return;
   std::string subject = rule.tier.empty() ? "fabric" : fmt::format("{} tier", rule.tier);
-  std::string message = fmt::format("{} {}switches would be drained at once (active drains included), above the limit of {}",
-                                    counted.size(), rule.tier.empty() ? "" : rule.tier + " ", Num(rule.limit));
-  v.reasons.push_back(Reason{rule.name, rule.action, false, std::move(subject), {}, {}, SortedNames(t, counted),
-                             "max_switches_drained", count, rule.limit, std::move(message)});
+  std::string message =
+      fmt::format("{} {}switches would be drained at once (active drains included), above the limit of {}",
+                  counted.size(), rule.tier.empty() ? "" : rule.tier + " ", Num(rule.limit));
+  v.reasons.push_back(Reason{rule.name,
+                             rule.action,
+                             false,
+                             std::move(subject),
+                             {},
+                             {},
+                             SortedNames(t, counted),
+                             "max_switches_drained",
+                             count,
+                             rule.limit,
+                             std::move(message)});
 }
 
 // A switch's value for a domain kind; "" = none (never shared).
@@ -259,8 +289,16 @@ void EvaluateSharedDomain(const FabricRule& rule, const FabricState& s, Verdict&
     std::vector<std::string> names = SortedNames(t, nodes);
     std::string message = fmt::format("drained switches {} would share {} '{}' (active drains included)",
                                       fmt::join(names, ", "), rule.domain, value);
-    v.reasons.push_back(Reason{rule.name, rule.action, false, fmt::format("{} '{}'", rule.domain, value), {}, {},
-                               std::move(names), "no_shared_domain", static_cast<double>(nodes.size()), 1.0,
+    v.reasons.push_back(Reason{rule.name,
+                               rule.action,
+                               false,
+                               fmt::format("{} '{}'", rule.domain, value),
+                               {},
+                               {},
+                               std::move(names),
+                               "no_shared_domain",
+                               static_cast<double>(nodes.size()),
+                               1.0,
                                std::move(message)});
   }
 }
@@ -284,8 +322,7 @@ void EvaluateChangeWindows(const FabricRule& rule, const FabricState& s, int64_t
   int dow = static_cast<int>(((days % 7) + 7 + 3) % 7);
   int64_t minute_of_week = dow * 1440 + second_of_day / 60;
   for (const ChangeWindow& w : rule.windows) {
-    int length = w.end_minute > w.start_minute ? w.end_minute - w.start_minute
-                                               : w.end_minute + 1440 - w.start_minute;
+    int length = w.end_minute > w.start_minute ? w.end_minute - w.start_minute : w.end_minute + 1440 - w.start_minute;
     for (int d : w.days) {
       int64_t start = d * 1440 + w.start_minute;
       // A Sunday window that runs past midnight covers the start of Monday.
@@ -296,11 +333,19 @@ void EvaluateChangeWindows(const FabricRule& rule, const FabricState& s, int64_t
   }
   std::string when = fmt::format("{} {:02}:{:02} UTC", kDayNames[dow], second_of_day / 3600, second_of_day / 60 % 60);
   std::string windows = DescribeWindows(rule.windows);
-  std::string message = fmt::format("a drain at {} ({}) is outside every change window ({})",
-                                    codec::FormatRfc3339(now), when, windows);
-  v.reasons.push_back(Reason{rule.name, rule.action, false, "drain", {}, {},
-                             SortedNames(s.topology, s.proposed.switches), "change_windows", std::move(when),
-                             std::move(windows), std::move(message)});
+  std::string message =
+      fmt::format("a drain at {} ({}) is outside every change window ({})", codec::FormatRfc3339(now), when, windows);
+  v.reasons.push_back(Reason{rule.name,
+                             rule.action,
+                             false,
+                             "drain",
+                             {},
+                             {},
+                             SortedNames(s.topology, s.proposed.switches),
+                             "change_windows",
+                             std::move(when),
+                             std::move(windows),
+                             std::move(message)});
 }
 
 // The drained switches (and the ends of drained links), plus with
@@ -323,11 +368,20 @@ void EvaluateDrift(const FabricRule& rule, const FabricState& s, const Impact& i
     auto it = impact.drift.find(name);
     if (it == impact.drift.end() || it->second.empty()) continue;
     std::string how = i < drained ? "drained" : "on an affected job's path";
-    std::string message = fmt::format("{} ({}) has topology drift: {}{}", name, how, it->second.front(),
-                                      it->second.size() > 1 ? fmt::format(" (and {} more)", it->second.size() - 1)
-                                                            : std::string());
-    v.reasons.push_back(Reason{rule.name, rule.action, false, name, {}, {}, {name}, "no_drift",
-                               static_cast<double>(it->second.size()), 0.0, std::move(message)});
+    std::string message =
+        fmt::format("{} ({}) has topology drift: {}{}", name, how, it->second.front(),
+                    it->second.size() > 1 ? fmt::format(" (and {} more)", it->second.size() - 1) : std::string());
+    v.reasons.push_back(Reason{rule.name,
+                               rule.action,
+                               false,
+                               name,
+                               {},
+                               {},
+                               {name},
+                               "no_drift",
+                               static_cast<double>(it->second.size()),
+                               0.0,
+                               std::move(message)});
   }
 }
 
@@ -335,9 +389,12 @@ void EvaluateDrift(const FabricRule& rule, const FabricState& s, const Impact& i
 
 std::string_view DecisionName(Decision decision) {
   switch (decision) {
-    case Decision::kAllow: return "allow";
-    case Decision::kWarn: return "warn";
-    case Decision::kDeny: return "deny";
+    case Decision::kAllow:
+      return "allow";
+    case Decision::kWarn:
+      return "warn";
+    case Decision::kDeny:
+      return "deny";
   }
   return "allow";
 }
@@ -365,16 +422,25 @@ Result<Verdict> Evaluate(const Policy& policy, const Impact& impact) {
   for (const Drain& d : impact.active) s.active = s.active.Merge(d);
   s.merged = s.active.Merge(impact.drain);
   for (NodeId n : impact.drain.switches) {
-    s.newly_drained[n.value] =
-        !std::binary_search(s.active.switches.begin(), s.active.switches.end(), n);
+    s.newly_drained[n.value] = !std::binary_search(s.active.switches.begin(), s.active.switches.end(), n);
   }
   for (const FabricRule& rule : policy.fabric_rules) {
     switch (rule.kind) {
-      case FabricRuleKind::kMaxCapacityDrainedPct: EvaluateCapacity(rule, s, v); break;
-      case FabricRuleKind::kMaxSwitchesDrained: EvaluateSwitchCount(rule, s, v); break;
-      case FabricRuleKind::kNoSharedDomain: EvaluateSharedDomain(rule, s, v); break;
-      case FabricRuleKind::kChangeWindows: EvaluateChangeWindows(rule, s, impact.now_unix_s, v); break;
-      case FabricRuleKind::kNoDrift: EvaluateDrift(rule, s, impact, v); break;
+      case FabricRuleKind::kMaxCapacityDrainedPct:
+        EvaluateCapacity(rule, s, v);
+        break;
+      case FabricRuleKind::kMaxSwitchesDrained:
+        EvaluateSwitchCount(rule, s, v);
+        break;
+      case FabricRuleKind::kNoSharedDomain:
+        EvaluateSharedDomain(rule, s, v);
+        break;
+      case FabricRuleKind::kChangeWindows:
+        EvaluateChangeWindows(rule, s, impact.now_unix_s, v);
+        break;
+      case FabricRuleKind::kNoDrift:
+        EvaluateDrift(rule, s, impact, v);
+        break;
     }
   }
 

@@ -9,10 +9,10 @@
 #include <variant>
 #include <vector>
 
+#include "model/drain.h"
 #include "model/error.h"
 #include "model/ids.h"
 #include "model/topology.h"
-#include "model/drain.h"
 #include "policies/impact.h"
 #include "policies/policy.h"
 
@@ -34,15 +34,15 @@ struct Reason {
   // What broke the rule: the job id, or the fabric element ("spine in pod-1",
   // "power 'feed-0'", "fabric", "drain").
   std::string subject;
-  std::string job;     // job rules: the job id (== subject)
+  std::string job;       // job rules: the job id (== subject)
   model::JobId job_ref;  // job rules: JobImpact::job, when the caller set it
   // Fabric rules: the drained switches involved, proposed and active, sorted
   // by name (for a capacity rule: the switches of the group whose links are
   // down; links drained on their own are not listed).
   std::vector<std::string> elements;
-  std::string metric;  // the limit's field: "forbid_disconnect", "max_slowdown_pct", ...
-  Value measured;      // e.g. 31.5 (slowdown %), false (connected), 3 (switches)
-  Value limit;         // e.g. 25.0, true (forbid_disconnect), 8
+  std::string metric;   // the limit's field: "forbid_disconnect", "max_slowdown_pct", ...
+  Value measured;       // e.g. 31.5 (slowdown %), false (connected), 3 (switches)
+  Value limit;          // e.g. 25.0, true (forbid_disconnect), 8
   std::string message;  // one readable sentence
 };
 
@@ -95,7 +95,7 @@ std::vector<std::string> JobsViolating(const Verdict& verdict, Action at_least =
 // has none).
 struct TierCapacity {
   std::string tier;
-  std::string pod;  // "" without per_pod, or for switches without a pod
+  std::string pod;         // "" without per_pod, or for switches without a pod
   double total_bps = 0;    // sum of capacity_bps of the group's links
   double drained_bps = 0;  // of which down under the drain
   double pct() const { return total_bps > 0 ? 100.0 * drained_bps / total_bps : 0.0; }
@@ -103,7 +103,6 @@ struct TierCapacity {
 
 // Capacity down under `drain` for every (tier[, pod]) group, ordered by tier
 // level then pod. REQUIRES: `drain` is valid for `topology`.
-std::vector<TierCapacity> CapacityDrained(const model::Topology& topology, const model::Drain& drain,
-                                          bool per_pod);
+std::vector<TierCapacity> CapacityDrained(const model::Topology& topology, const model::Drain& drain, bool per_pod);
 
 }  // namespace drainwise::policies

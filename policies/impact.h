@@ -32,12 +32,12 @@ struct JobImpact {
   model::JobId job;  // optional back-reference into the caller's JobSet, copied into reasons
 
   // Measures.
-  bool connected = true;            // every pair of the job's hosts still has a path
-  double path_fraction = 1.0;       // share of baseline paths left, [0, 1]
-  double bandwidth_fraction = 1.0;  // share of baseline bandwidth left, [0, 1]
-  std::optional<int> min_paths_after;     // fewest paths left between two of its hosts
-  std::optional<double> slowdown_pct;     // iteration-time increase in %; absent when only
-                                          // the job-level pass ran
+  bool connected = true;               // every pair of the job's hosts still has a path
+  double path_fraction = 1.0;          // share of baseline paths left, [0, 1]
+  double bandwidth_fraction = 1.0;     // share of baseline bandwidth left, [0, 1]
+  std::optional<int> min_paths_after;  // fewest paths left between two of its hosts
+  std::optional<double> slowdown_pct;  // iteration-time increase in %; absent when only
+                                       // the job-level pass ran
 };
 
 // A JobImpact with the identity fields copied from `job` and the measures at

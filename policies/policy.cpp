@@ -21,11 +21,10 @@ using codec::ObjectReader;
 using json = nlohmann::json;
 
 constexpr std::array<std::string_view, 7> kDayNames = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
-constexpr std::array<std::string_view, 5> kFabricKinds = {
-    "max_capacity_drained_pct", "max_switches_drained", "no_shared_domain", "change_windows", "no_drift"};
-constexpr std::array<std::string_view, 5> kJobLimitKeys = {
-    "forbid_disconnect", "max_slowdown_pct", "min_paths_after", "min_bandwidth_fraction",
-    "min_path_fraction"};
+constexpr std::array<std::string_view, 5> kFabricKinds = {"max_capacity_drained_pct", "max_switches_drained",
+                                                          "no_shared_domain", "change_windows", "no_drift"};
+constexpr std::array<std::string_view, 5> kJobLimitKeys = {"forbid_disconnect", "max_slowdown_pct", "min_paths_after",
+                                                           "min_bandwidth_fraction", "min_path_fraction"};
 
 Action ParseAction(const ObjectReader& r) {
   std::string a = r.String("action");
@@ -75,8 +74,8 @@ JobSelector ParseSelector(const ObjectReader& r) {
   if (r.Has("priority_at_most")) s.priority_at_most = ParseInt(r, "priority_at_most");
   if (s.priority_at_least && s.priority_at_most && *s.priority_at_most < *s.priority_at_least) {
     throw FieldError(r.Child("priority_at_most"),
-                     fmt::format("{} is below priority_at_least ({}): the rule selects no job",
-                                 *s.priority_at_most, *s.priority_at_least));
+                     fmt::format("{} is below priority_at_least ({}): the rule selects no job", *s.priority_at_most,
+                                 *s.priority_at_least));
   }
   s.tenants = OneOrMany(r, "tenant");
   s.labels = r.StringMap("labels");
@@ -273,9 +272,7 @@ std::string FormatClock(int minute) { return fmt::format("{:02}:{:02}", minute /
 
 std::string_view ActionName(Action action) { return action == Action::kDeny ? "deny" : "warn"; }
 
-std::string_view FabricRuleKindName(FabricRuleKind kind) {
-  return kFabricKinds[static_cast<size_t>(kind)];
-}
+std::string_view FabricRuleKindName(FabricRuleKind kind) { return kFabricKinds[static_cast<size_t>(kind)]; }
 
 bool JobSelector::Matches(std::string_view job_id, std::string_view tenant, int priority,
                           const std::map<std::string, std::string>& job_labels) const {
@@ -367,8 +364,8 @@ json PolicyToJson(const Policy& policy) {
         for (const ChangeWindow& w : rule.windows) {
           json days = json::array();
           for (int d : w.days) days.push_back(kDayNames[static_cast<size_t>(d)]);
-          windows.push_back({{"days", days}, {"start", FormatClock(w.start_minute)},
-                             {"end", FormatClock(w.end_minute)}});
+          windows.push_back(
+              {{"days", days}, {"start", FormatClock(w.start_minute)}, {"end", FormatClock(w.end_minute)}});
         }
         j[key] = std::move(windows);
         break;

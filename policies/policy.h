@@ -33,11 +33,11 @@ std::string_view ActionName(Action action);  // "deny" | "warn"
 // Which jobs a job rule applies to. Every criterion that is set must hold; an
 // empty selector selects every job.
 struct JobSelector {
-  std::optional<int> priority_at_least;  // priority >= this
-  std::optional<int> priority_at_most;   // priority <= this
-  std::vector<std::string> tenants;      // tenant is one of these; empty = any
+  std::optional<int> priority_at_least;       // priority >= this
+  std::optional<int> priority_at_most;        // priority <= this
+  std::vector<std::string> tenants;           // tenant is one of these; empty = any
   std::map<std::string, std::string> labels;  // every pair present on the job
-  std::vector<std::string> jobs;         // job id is one of these; empty = any
+  std::vector<std::string> jobs;              // job id is one of these; empty = any
 
   bool empty() const {
     return !priority_at_least && !priority_at_most && tenants.empty() && labels.empty() && jobs.empty();
@@ -57,8 +57,7 @@ struct JobLimits {
   std::optional<double> min_path_fraction;       // fires when path_fraction < this, in (0, 1]
 
   bool empty() const {
-    return !forbid_disconnect && !max_slowdown_pct && !min_paths_after && !min_bandwidth_fraction &&
-           !min_path_fraction;
+    return !forbid_disconnect && !max_slowdown_pct && !min_paths_after && !min_bandwidth_fraction && !min_path_fraction;
   }
   bool operator==(const JobLimits&) const = default;
 };
@@ -102,9 +101,9 @@ struct FabricRule {
   // All kinds but kChangeWindows: only this tier; empty = each tier
   // (capacity) or all switches together (count, shared domain).
   std::string tier;
-  bool per_pod = false;                 // kMaxCapacityDrainedPct: measure each pod separately
-  std::string domain;                   // kNoSharedDomain: "plane" (Node.plane) or a Node.domains key
-  std::vector<ChangeWindow> windows;    // kChangeWindows: non-empty
+  bool per_pod = false;               // kMaxCapacityDrainedPct: measure each pod separately
+  std::string domain;                 // kNoSharedDomain: "plane" (Node.plane) or a Node.domains key
+  std::vector<ChangeWindow> windows;  // kChangeWindows: non-empty
   // kNoDrift: also the switches the affected jobs' paths cross
   // (Impact::crossed), not only the drained ones.
   bool include_crossed = false;

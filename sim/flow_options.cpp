@@ -8,10 +8,14 @@ namespace drainwise::sim {
 
 std::string_view FlowRoutingName(FlowRouting routing) {
   switch (routing) {
-    case FlowRouting::kSpray: return "spray";
-    case FlowRouting::kSprayPath: return "spray-path";
-    case FlowRouting::kHashResilient: return "hash";
-    case FlowRouting::kHashRehash: return "hash-rehash";
+    case FlowRouting::kSpray:
+      return "spray";
+    case FlowRouting::kSprayPath:
+      return "spray-path";
+    case FlowRouting::kHashResilient:
+      return "hash";
+    case FlowRouting::kHashRehash:
+      return "hash-rehash";
   }
   return "spray";
 }

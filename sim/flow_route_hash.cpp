@@ -16,9 +16,11 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   const auto& demands = workload.demands;
   std::vector<int16_t> src_nics, dst_nics;
   for (const FlowDemand& d : demands) RegisterDemand(d, mask, sc.table, src_nics, dst_nics);
-  ComputeClasses(*index, mask, from.routes ? from.routes : from.reuse ? &from.reuse->table : nullptr,
-                 from.routes != nullptr, false, true,
-                 sc.table);
+  ComputeClasses(*index, mask,
+                 from.routes  ? from.routes
+                 : from.reuse ? &from.reuse->table
+                              : nullptr,
+                 from.routes != nullptr, false, true, sc.table);
 
   const size_t nd = demands.size();
   sc.demand_hops.assign(nd, 0);
@@ -48,7 +50,8 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
         auto bcand = out_links(base->table, *bc, node);
         if (!bcand.empty()) {
           const ClassLink& was = bcand[h % bcand.size()];
-          auto it = std::find_if(cand.begin(), cand.end(), [&](const ClassLink& l) { return l.directed == was.directed; });
+          auto it =
+              std::find_if(cand.begin(), cand.end(), [&](const ClassLink& l) { return l.directed == was.directed; });
           pick = it != cand.end() ? &*it : &cand[Mix(h) % cand.size()];
         }
       }
@@ -88,8 +91,8 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
     uint32_t last = kNoLink;  // the chain's last class
     for (uint32_t c = it->second; c != kNoLink; c = class_next[c]) {
       const auto& cl = p.classes[c];
-      if (cl.size() == path.size() &&
-          std::equal(path.begin(), path.end(), cl.begin(), [](uint32_t l, const LinkShare& x) { return l == x.link; })) {
+      if (cl.size() == path.size() && std::equal(path.begin(), path.end(), cl.begin(),
+                                                 [](uint32_t l, const LinkShare& x) { return l == x.link; })) {
         return c;
       }
       last = c;

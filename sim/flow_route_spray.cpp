@@ -12,9 +12,11 @@ void FlowSimulator::State::RouteSpray(const model::DrainMask& mask, const RunFro
   const auto& demands = workload.demands;
   std::vector<int16_t> src_nics, dst_nics;
   for (const FlowDemand& d : demands) RegisterDemand(d, mask, sc.table, src_nics, dst_nics);
-  ComputeClasses(*index, mask, from.routes ? from.routes : from.reuse ? &from.reuse->table : nullptr,
-                 from.routes != nullptr, per_path, false,
-                 sc.table);
+  ComputeClasses(*index, mask,
+                 from.routes  ? from.routes
+                 : from.reuse ? &from.reuse->table
+                              : nullptr,
+                 from.routes != nullptr, per_path, false, sc.table);
 
   const size_t nd = demands.size();
   std::vector<uint8_t> demand_ok(nd, 0);

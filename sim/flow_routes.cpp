@@ -29,8 +29,8 @@ bool ClassTouchesDrain(const RouteTable::Class& c, const model::DrainMask& mask)
   return false;
 }
 
-void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline,
-                    bool same_mask, bool per_path, bool sort_by_from, RouteTable& table) {
+void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline, bool same_mask,
+                    bool per_path, bool sort_by_from, RouteTable& table) {
   std::vector<uint32_t> todo;
   for (uint32_t i = 0; i < table.classes.size(); ++i) {
     RouteTable::Class& c = table.classes[i];

@@ -74,10 +74,10 @@ struct RouteTable {
     int16_t rep_src_nic = kAllNics, rep_dst_nic = kAllNics;
     bool computed = false;
     bool connected = false;
-    bool clean = false;  // the baseline's route, unchanged by the drain
-    uint16_t hops = 0;   // switch pair: links between the two switches; host pair: whole path
-    std::span<const ClassLink> links;  // hash modes: sorted by (from, directed)
-    std::span<const LinkShare> shares; // the routing mode's share of each link (> 0 only)
+    bool clean = false;                 // the baseline's route, unchanged by the drain
+    uint16_t hops = 0;                  // switch pair: links between the two switches; host pair: whole path
+    std::span<const ClassLink> links;   // hash modes: sorted by (from, directed)
+    std::span<const LinkShare> shares;  // the routing mode's share of each link (> 0 only)
   };
   std::vector<Class> classes;
   std::deque<std::vector<ClassLink>> own_links;
@@ -115,7 +115,7 @@ bool ClassTouchesDrain(const RouteTable::Class& c, const model::DrainMask& mask)
 // rest routed under `mask`, one PathTree per destination. With `same_mask`,
 // `baseline` is a table computed under `mask` itself (another seed's): its
 // routes are borrowed as they are, clean or not.
-void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline,
-                    bool same_mask, bool per_path, bool sort_by_from, RouteTable& table);
+void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline, bool same_mask,
+                    bool per_path, bool sort_by_from, RouteTable& table);
 
 }  // namespace drainwise::sim

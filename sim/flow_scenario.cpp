@@ -25,7 +25,6 @@ std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowO
   return out;
 }
 
-
 // Per aggregate of `sc`: its index in `base` when it is identical there
 // (same demand, weight, size and route), else kNoLink. Decided per demand
 // from the routes, so `base` needs no FluidProblem.

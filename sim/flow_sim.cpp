@@ -112,8 +112,8 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
   return BuildFlowReport(st, mask, *d0, outcomes);
 }
 
-Result<FlowReport> SimulateFlows(const model::Snapshot& snapshot, const model::Drain& drain,
-                                 const FlowOptions& options, std::stop_token stop, const TaskRunner& runner) {
+Result<FlowReport> SimulateFlows(const model::Snapshot& snapshot, const model::Drain& drain, const FlowOptions& options,
+                                 std::stop_token stop, const TaskRunner& runner) {
   // Non-owning: the caller keeps `snapshot` alive for the call.
   model::SnapshotPtr view(model::SnapshotPtr{}, &snapshot);
   auto sim = FlowSimulator::Create(view, options, stop, runner);

@@ -54,8 +54,8 @@ std::optional<FlowRouting> ParseFlowRouting(std::string_view name);
 
 struct FlowOptions {
   FlowRouting routing = FlowRouting::kSpray;
-  int hash_seeds = 8;   // hash modes: K seeds; results give the mean and the worst
-  uint64_t seed = 1;    // hash modes: seeds are seed, seed + 1, ..., seed + K - 1
+  int hash_seeds = 8;  // hash modes: K seeds; results give the mean and the worst
+  uint64_t seed = 1;   // hash modes: seeds are seed, seed + 1, ..., seed + K - 1
 
   // Fidelity (issue 9). Defaults are for 400G RoCEv2 with 4 KiB MTU.
   // Share of line rate the transport delivers as payload (headers, ACKs,
@@ -80,7 +80,7 @@ struct FlowOptions {
   // tests); true re-fills only the flows a batch can speed up. Same results.
   bool incremental_solver = true;
 
-  int hot_links = 10;           // how many hot links to report
+  int hot_links = 10;  // how many hot links to report
   // Hot links among switch-to-switch links only: a host's NIC is full in the
   // all-start-at-once model by construction, so it says nothing about a drain.
   bool hot_links_fabric_only = true;
@@ -110,7 +110,7 @@ struct FlowJobSide {
   double iteration_s = 0;   // compute_s + (1 - overlap) * comm_s
   double comm_s_worst = 0;  // hash modes: worst seed; otherwise = comm_s
   double iteration_s_worst = 0;
-  int max_hops = 0;         // links on the longest path any of its flows takes
+  int max_hops = 0;  // links on the longest path any of its flows takes
 };
 
 // A directed link with its utilisation at t = 0 and the jobs crossing it.
@@ -186,8 +186,7 @@ class FlowSimulator {
   // Errors: kInvalidArgument for bad options, kCancelled when `stop` fires.
   // Hash modes run seeds after the first through `runner`.
   static Result<std::shared_ptr<const FlowSimulator>> Create(model::SnapshotPtr snapshot, FlowOptions options,
-                                                             std::stop_token stop = {},
-                                                             const TaskRunner& runner = {});
+                                                             std::stop_token stop = {}, const TaskRunner& runner = {});
   ~FlowSimulator();
 
   // Baseline (no drain) and `drain` applied. Errors: kCancelled. Hash modes
@@ -209,8 +208,7 @@ class FlowSimulator {
 };
 
 // One-shot: Create + Simulate. `snapshot` must stay alive for the call.
-Result<FlowReport> SimulateFlows(const model::Snapshot& snapshot, const model::Drain& drain,
-                                 const FlowOptions& options, std::stop_token stop = {},
-                                 const TaskRunner& runner = {});
+Result<FlowReport> SimulateFlows(const model::Snapshot& snapshot, const model::Drain& drain, const FlowOptions& options,
+                                 std::stop_token stop = {}, const TaskRunner& runner = {});
 
 }  // namespace drainwise::sim

@@ -32,7 +32,8 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
 
   FlowReport rep;
   rep.capacity_bps.resize(ndl);
-  for (size_t l = 0; l < ndl; ++l) rep.capacity_bps[l] = st.index->capacity_bps_directed(static_cast<uint32_t>(l)) * o.goodput;
+  for (size_t l = 0; l < ndl; ++l)
+    rep.capacity_bps[l] = st.index->capacity_bps_directed(static_cast<uint32_t>(l)) * o.goodput;
   rep.background_bps = o.background_bps;
   rep.baseline_load_bps.assign(ndl, 0.0);
   rep.drained_load_bps.assign(ndl, 0.0);
@@ -116,7 +117,8 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
     auto hotter = [&](uint32_t x, uint32_t y) {
       double ux = utilisation(x, rep.drained_load_bps[x]), uy = utilisation(y, rep.drained_load_bps[y]);
       if (std::abs(ux - uy) > 1e-9) return ux > uy;
-      double gx = rep.drained_load_bps[x] - rep.baseline_load_bps[x], gy = rep.drained_load_bps[y] - rep.baseline_load_bps[y];
+      double gx = rep.drained_load_bps[x] - rep.baseline_load_bps[x],
+             gy = rep.drained_load_bps[y] - rep.baseline_load_bps[y];
       if (std::abs(gx - gy) > 1e-3) return gx > gy;
       if (rep.drained_load_bps[x] != rep.drained_load_bps[y]) return rep.drained_load_bps[x] > rep.drained_load_bps[y];
       return x < y;
@@ -211,7 +213,8 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
     for (FlowLinkUse* u : uses) {
       const auto& v = by_slot[slot[u->directed_link]];
       u->job_count = v.size();
-      u->jobs.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(v.size(), std::max(0, o.jobs_per_link))));
+      u->jobs.assign(v.begin(),
+                     v.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(v.size(), std::max(0, o.jobs_per_link))));
     }
   }
 

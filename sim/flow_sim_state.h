@@ -26,8 +26,8 @@ struct Scenario {
   RouteTable table;
   FluidProblem problem;
   FluidSolution solution;
-  std::vector<uint32_t> agg_demand;     // aggregate -> demand
-  std::vector<uint16_t> demand_hops;    // per demand: longest path (links); 0 when cut off
+  std::vector<uint32_t> agg_demand;   // aggregate -> demand
+  std::vector<uint16_t> demand_hops;  // per demand: longest path (links); 0 when cut off
   // Per demand: its routes differ from the baseline's (another NIC, or a
   // route class the drain touches). Unchanged demands have the baseline's
   // aggregates in spray modes, and in hash modes under the same seed.
@@ -35,7 +35,7 @@ struct Scenario {
   std::vector<uint8_t> demand_seed_free;  // hash: no hashed choice (both NICs on one switch)
   uint64_t seed = 0;                      // hash modes
   std::vector<uint8_t> job_connected;
-  std::vector<double> capacity_bps;     // usable, after penalties
+  std::vector<double> capacity_bps;  // usable, after penalties
   size_t links_penalised = 0;
 };
 
@@ -49,8 +49,8 @@ struct JobTimes {
 
 // What the report needs of one seed's run once its scenario is freed.
 struct SeedOutcome {
-  std::vector<JobTimes> times;     // per job
-  std::vector<double> load0_bps;   // per directed link
+  std::vector<JobTimes> times;    // per job
+  std::vector<double> load0_bps;  // per directed link
   size_t components_solved = 0;
   size_t components_reused = 0;
   size_t events = 0;

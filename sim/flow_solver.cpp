@@ -59,14 +59,14 @@ class UnionFind {
 
 // One component as a self-contained problem with dense local indices.
 struct LocalProblem {
-  std::vector<uint32_t> aggs;        // global aggregate ids
-  std::vector<uint32_t> links;       // global directed link ids
-  std::vector<double> capacity;      // per local link
-  std::vector<double> weight;        // per local agg
+  std::vector<uint32_t> aggs;    // global aggregate ids
+  std::vector<uint32_t> links;   // global directed link ids
+  std::vector<double> capacity;  // per local link
+  std::vector<double> weight;    // per local agg
   std::vector<uint32_t> priv_off{0};
-  std::vector<LinkShare> priv;       // link = local id
+  std::vector<LinkShare> priv;  // link = local id
   std::vector<uint32_t> term_off{0};
-  std::vector<ClassTerm> terms;      // cls = local id
+  std::vector<ClassTerm> terms;  // cls = local id
   std::vector<uint32_t> class_off{0};
   std::vector<LinkShare> class_links;  // link = local id
   // Reverse indices.
@@ -87,8 +87,8 @@ struct LocalProblem {
     class_links.clear();
   }
 
-  static void Reverse(size_t n, const std::vector<uint32_t>& off, size_t from_count,
-                      const auto& target_of, std::vector<uint32_t>& rev_off, std::vector<uint32_t>& rev) {
+  static void Reverse(size_t n, const std::vector<uint32_t>& off, size_t from_count, const auto& target_of,
+                      std::vector<uint32_t>& rev_off, std::vector<uint32_t>& rev) {
     rev_off.assign(n + 1, 0);
     for (size_t f = 0; f < from_count; ++f) {
       for (uint32_t k = off[f]; k < off[f + 1]; ++k) ++rev_off[target_of(k) + 1];
@@ -103,9 +103,12 @@ struct LocalProblem {
 
   void BuildReverse() {
     const size_t nl = links.size(), nc = class_off.size() - 1, na = aggs.size();
-    Reverse(nl, priv_off, na, [&](uint32_t k) { return priv[k].link; }, link_aggs_off, link_aggs);
-    Reverse(nl, class_off, nc, [&](uint32_t k) { return class_links[k].link; }, link_classes_off, link_classes);
-    Reverse(nc, term_off, na, [&](uint32_t k) { return terms[k].cls; }, class_aggs_off, class_aggs);
+    Reverse(
+        nl, priv_off, na, [&](uint32_t k) { return priv[k].link; }, link_aggs_off, link_aggs);
+    Reverse(
+        nl, class_off, nc, [&](uint32_t k) { return class_links[k].link; }, link_classes_off, link_classes);
+    Reverse(
+        nc, term_off, na, [&](uint32_t k) { return terms[k].cls; }, class_aggs_off, class_aggs);
   }
 };
 
@@ -162,7 +165,8 @@ class WaterFiller {
       Entry e = heap_.top();
       heap_.pop();
       if (count_[e.link] == 0) continue;
-      const double now = slope_[e.link] > 0 ? std::max(level, (p.capacity[e.link] - used_[e.link]) / slope_[e.link]) : level;
+      const double now =
+          slope_[e.link] > 0 ? std::max(level, (p.capacity[e.link] - used_[e.link]) / slope_[e.link]) : level;
       if (now > e.level * (1 + 1e-12)) {
         heap_.push({now, e.link});
         continue;
@@ -546,12 +550,14 @@ class IncrementalEvents {
     fill_b_.assign(cls_off_.begin(), cls_off_.end() - 1);
     fill_c_.assign(member_off_.begin(), member_off_.end() - 1);
     for (uint32_t a : refill_) {
-      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) priv_aggs_[fill_a_[link_slot_[p.priv[k].link]]++] = a;
+      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k)
+        priv_aggs_[fill_a_[link_slot_[p.priv[k].link]]++] = a;
       for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) members_[fill_c_[class_slot_[p.terms[k].cls]]++] = a;
     }
     for (uint32_t c : classes_) {
       if (class_n_[c] == 0) continue;
-      for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k) link_cls_[fill_b_[link_slot_[p.class_links[k].link]]++] = c;
+      for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k)
+        link_cls_[fill_b_[link_slot_[p.class_links[k].link]]++] = c;
     }
   }
 
@@ -566,7 +572,7 @@ class IncrementalEvents {
   std::vector<uint32_t> bottleneck_, version_;
   std::vector<uint32_t> order_;  // active aggregates, rates ascending
   std::priority_queue<Finish> heap_;
-  std::vector<double> usage_;    // per local link: load of every active aggregate at its rate
+  std::vector<double> usage_;  // per local link: load of every active aggregate at its rate
   std::vector<uint32_t> finished_, refill_;
   // Re-fill scratch.
   uint32_t stamp_ = 0;
@@ -610,9 +616,8 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
   std::vector<double> side(nc);
   for (int s = 0; s < 2; ++s) {
     auto& v = covers[s];
-    std::sort(v.begin(), v.end(), [](const Cover& x, const Cover& y) {
-      return x.cls != y.cls ? x.cls < y.cls : x.link < y.link;
-    });
+    std::sort(v.begin(), v.end(),
+              [](const Cover& x, const Cover& y) { return x.cls != y.cls ? x.cls < y.cls : x.link < y.link; });
     std::fill(side.begin(), side.end(), 0.0);
     for (size_t i = 0; i < v.size();) {
       size_t j = i;
@@ -850,7 +855,8 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
       sol.load0_bps[p.private_links[k].link] += r * p.private_links[k].share;
     }
-    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) class_rate[p.terms[k].cls] += r * p.terms[k].scale;
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k)
+      class_rate[p.terms[k].cls] += r * p.terms[k].scale;
   }
   for (size_t c = 0; c < nc; ++c) {
     if (class_rate[c] == 0) continue;

@@ -82,19 +82,19 @@ struct FluidProblem {
 };
 
 struct FluidSolution {
-  std::vector<double> finish_s;      // per aggregate
-  std::vector<double> rate0_bps;     // per aggregate: rate of one flow at t = 0
-  std::vector<uint32_t> bottleneck0; // per aggregate: directed link that froze it at t = 0
-  std::vector<double> load0_bps;     // per directed link: load at t = 0
-  std::vector<uint32_t> component;   // per aggregate
+  std::vector<double> finish_s;       // per aggregate
+  std::vector<double> rate0_bps;      // per aggregate: rate of one flow at t = 0
+  std::vector<uint32_t> bottleneck0;  // per aggregate: directed link that froze it at t = 0
+  std::vector<double> load0_bps;      // per directed link: load at t = 0
+  std::vector<uint32_t> component;    // per aggregate
   std::vector<uint32_t> component_size;
   // Statistics.
   size_t tight_links = 0;      // links kept after dropping those that cannot saturate
   size_t redundant_links = 0;  // class links dropped: loaded, but provably never full
   size_t components_solved = 0;
   size_t components_reused = 0;
-  size_t events = 0;           // completion batches, summed over components
-  size_t max_component = 0;    // aggregates in the largest solved component
+  size_t events = 0;         // completion batches, summed over components
+  size_t max_component = 0;  // aggregates in the largest solved component
   double makespan_s = 0;
 };
 
@@ -115,7 +115,7 @@ struct FluidOptions {
   bool incremental = true;
 };
 
-Result<FluidSolution> SolveFluid(const FluidProblem& problem, std::stop_token stop = {},
-                                 const ReuseHint& reuse = {}, const FluidOptions& options = {});
+Result<FluidSolution> SolveFluid(const FluidProblem& problem, std::stop_token stop = {}, const ReuseHint& reuse = {},
+                                 const FluidOptions& options = {});
 
 }  // namespace drainwise::sim

@@ -51,17 +51,15 @@ class JobBuilder {
       }
       MergeFrom(first);
       if (out_.demands.size() > first) {
-        out_.collectives.push_back({job_index_, c, steps * count, static_cast<uint32_t>(first),
-                                    static_cast<uint32_t>(out_.demands.size())});
+        out_.collectives.push_back(
+            {job_index_, c, steps * count, static_cast<uint32_t>(first), static_cast<uint32_t>(out_.demands.size())});
       }
     }
   }
 
  private:
   uint32_t HostValue(uint32_t host_index) const { return job_.hosts[host_index].value; }
-  int Nics(uint32_t host_index) const {
-    return static_cast<int>(topology_.neighbors(job_.hosts[host_index]).size());
-  }
+  int Nics(uint32_t host_index) const { return static_cast<int>(topology_.neighbors(job_.hosts[host_index]).size()); }
   int16_t Nic(uint32_t host_index, int gpu) const {
     int nics = Nics(host_index);
     // A host without NICs keeps NIC 0: the simulator finds it down and the
@@ -70,8 +68,7 @@ class JobBuilder {
   }
   Rank RankAt(int64_t r) const { return {static_cast<uint32_t>(r / gpus_), static_cast<int>(r % gpus_)}; }
 
-  void Add(uint32_t src_host, int16_t src_nic, uint32_t dst_host, int16_t dst_nic, uint32_t mult,
-           double bytes) {
+  void Add(uint32_t src_host, int16_t src_nic, uint32_t dst_host, int16_t dst_nic, uint32_t mult, double bytes) {
     if (!(bytes > 0) || mult == 0) return;
     FlowDemand d;
     d.job = job_index_;
@@ -124,13 +121,11 @@ class JobBuilder {
         int64_t host_end = std::min<int64_t>(end, static_cast<int64_t>(hosts_[i] + 1) * gpus_);
         channels = std::min<int>(channels, static_cast<int>(host_end - std::max(begin, first_rank)));
       }
-      const double bytes = factor * static_cast<double>(n - 1) / static_cast<double>(n) * coll.bytes /
-                           channels * count;
+      const double bytes = factor * static_cast<double>(n - 1) / static_cast<double>(n) * coll.bytes / channels * count;
       for (int ch = 0; ch < channels; ++ch) {
         for (size_t i = 0; i < k; ++i) {
           size_t j = (i + 1) % k;
-          Add(hosts_[i], Nic(hosts_[i], host_gpus_[i] + ch), hosts_[j], Nic(hosts_[j], host_gpus_[j] + ch), 1,
-              bytes);
+          Add(hosts_[i], Nic(hosts_[i], host_gpus_[i] + ch), hosts_[j], Nic(hosts_[j], host_gpus_[j] + ch), 1, bytes);
         }
       }
     });
@@ -163,8 +158,8 @@ class JobBuilder {
         for (size_t b = 0; b < hosts_.size(); ++b) {
           if (a == b) continue;
           for (int g = host_gpus_[b]; g < host_gpus_[b] + host_count_[b]; ++g) {
-            Add(hosts_[a], Nic(hosts_[a], g), hosts_[b], Nic(hosts_[b], g),
-                static_cast<uint32_t>(host_count_[a]), bytes);
+            Add(hosts_[a], Nic(hosts_[a], g), hosts_[b], Nic(hosts_[b], g), static_cast<uint32_t>(host_count_[a]),
+                bytes);
           }
         }
       }

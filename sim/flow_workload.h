@@ -53,18 +53,16 @@ struct CollectiveSteps {
 };
 
 struct Workload {
-  std::vector<FlowDemand> demands;            // grouped by job, then collective
-  std::vector<CollectiveSteps> collectives;   // collectives with at least one demand
-  std::vector<uint32_t> job_first_demand;     // per job, size jobs+1 (CSR into demands)
-  std::vector<uint64_t> job_flows;            // inter-host rank-level flows per job
-  uint64_t rank_flows = 0;                    // all inter-host rank-level flows
+  std::vector<FlowDemand> demands;           // grouped by job, then collective
+  std::vector<CollectiveSteps> collectives;  // collectives with at least one demand
+  std::vector<uint32_t> job_first_demand;    // per job, size jobs+1 (CSR into demands)
+  std::vector<uint64_t> job_flows;           // inter-host rank-level flows per job
+  uint64_t rank_flows = 0;                   // all inter-host rank-level flows
 };
 
 // NIC used by local GPU `gpu` of a host with `nics` NICs, when the job uses
 // `gpus` GPUs per host: floor(gpu * nics / gpus). REQUIRES nics >= 1, gpus >= 1.
-inline int NicOfGpu(int gpu, int nics, int gpus) {
-  return static_cast<int>((static_cast<int64_t>(gpu) * nics) / gpus);
-}
+inline int NicOfGpu(int gpu, int nics, int gpus) { return static_cast<int>((static_cast<int64_t>(gpu) * nics) / gpus); }
 
 Workload BuildWorkload(const model::Topology& topology, const model::JobSet& jobs);
 

@@ -15,14 +15,17 @@ using model::Topology;
 
 namespace {
 
-
 // One assessment: the job loop and its pair caches.
 class Assessor {
  public:
-  Assessor(const JobSimIndex& index, const model::Drain& drain, const DrainMask& mask,
-           JobSimWorkspace::State& st)
-      : index_(index), m_(index.impl()), routing_(index.routing()), topo_(index.topology()),
-        drain_(drain), mask_(mask), st_(st) {
+  Assessor(const JobSimIndex& index, const model::Drain& drain, const DrainMask& mask, JobSimWorkspace::State& st)
+      : index_(index),
+        m_(index.impl()),
+        routing_(index.routing()),
+        topo_(index.topology()),
+        drain_(drain),
+        mask_(mask),
+        st_(st) {
     st_.Begin(index);
     for (LinkId l : drain.links) {
       const model::Link& link = topo_.link(l);
@@ -132,8 +135,8 @@ class Assessor {
         }
         if (!MarkCrossed(before)) continue;
         const auto& after = After(pid, before);
-        t.Add(w, before.paths, before.spray_bps, after.connected, after.paths, after.spray_bps,
-              1 - after.clean_share, imp);
+        t.Add(w, before.paths, before.spray_bps, after.connected, after.paths, after.spray_bps, 1 - after.clean_share,
+              imp);
       }
     }
     // Pairs with a dirty host: routed host to host.
@@ -173,8 +176,8 @@ class Assessor {
       cut += w;
       imp.connected = false;
     }
-    void Add(double w, double paths_before, double spray_before, bool connected, double paths_after,
-             double spray_after, double crossed_share, JobImpact& imp) {
+    void Add(double w, double paths_before, double spray_before, bool connected, double paths_after, double spray_after,
+             double crossed_share, JobImpact& imp) {
       crossing += w;
       crossing_traffic += w * crossed_share;
       if (!connected) {
@@ -226,9 +229,7 @@ class Assessor {
   [[gnu::noinline]] bool MarkCrossed(const JobSimIndex::Impl::PairBefore& p) {
     const uint16_t* da = m_.class_tree[p.src_class]->distances().data();
     const uint16_t* db = m_.class_tree[p.dst_class]->distances().data();
-    auto on = [&](uint32_t u) {
-      return da[u] != kUnreachable && db[u] != kUnreachable && da[u] + db[u] == p.hops;
-    };
+    auto on = [&](uint32_t u) { return da[u] != kUnreachable && db[u] != kUnreachable && da[u] + db[u] == p.hops; };
     bool any = false;
     for (NodeId s : drain_.switches) {
       if (on(s.value)) {
@@ -299,9 +300,8 @@ class Assessor {
   uint32_t FindBundle(uint32_t u, uint32_t w) const {
     const auto* first = m_.bundles.data() + m_.bundle_offsets[u];
     const auto* last = m_.bundles.data() + m_.bundle_offsets[u + 1];
-    const auto* it = std::lower_bound(first, last, w, [](const JobSimIndex::Impl::Bundle& b, uint32_t p) {
-      return b.peer < p;
-    });
+    const auto* it =
+        std::lower_bound(first, last, w, [](const JobSimIndex::Impl::Bundle& b, uint32_t p) { return b.peer < p; });
     return static_cast<uint32_t>(it - m_.bundles.data());
   }
 
@@ -485,8 +485,7 @@ class Assessor {
     st_.route.RouteTracking(routing_, none_, before, routing_.HostAttachment(src), mask_, &out.clean_share);
   }
 
-  void DirtyPair(uint32_t j, uint32_t x, uint32_t y, NodeId src, NodeId dst, double w, Totals& t,
-                 JobImpact& imp) {
+  void DirtyPair(uint32_t j, uint32_t x, uint32_t y, NodeId src, NodeId dst, double w, Totals& t, JobImpact& imp) {
     const uint32_t k = m_.member_offsets[j + 1] - m_.member_offsets[j];
     const uint32_t pid = m_.job_pairs[m_.pair_offsets[j] + x * k + y];
     const auto& before = m_.pairs[pid];
@@ -510,8 +509,7 @@ class Assessor {
       }
     }
     if (!any) return;
-    t.Add(w, before.paths, before.spray_bps, after.connected, after.paths, after.spray_bps,
-          1 - after.clean_share, imp);
+    t.Add(w, before.paths, before.spray_bps, after.connected, after.paths, after.spray_bps, 1 - after.clean_share, imp);
   }
 
   const JobSimIndex& index_;
@@ -525,7 +523,7 @@ class Assessor {
   std::vector<LinkId> switch_links_;  // named drained links between two switches
   std::vector<uint32_t> clean_counts_;
   std::vector<uint32_t> src_hops_;
-  bool switch_only_ = true;  // no named links: a bundle is down iff its peer is
+  bool switch_only_ = true;          // no named links: a bundle is down iff its peer is
   std::vector<uint32_t> endpoints_;  // live switches with a down link, unique
   static constexpr uint32_t kFull = 1u << 31;
   std::vector<std::pair<NodeId, uint32_t>> dirty_members_;  // host, member index
@@ -545,8 +543,8 @@ class Assessor {
 
 }  // namespace
 
-Result<JobAssessment> AssessJobs(const JobSimIndex& index, const model::Drain& drain,
-                                 JobSimWorkspace& workspace, std::stop_token stop) {
+Result<JobAssessment> AssessJobs(const JobSimIndex& index, const model::Drain& drain, JobSimWorkspace& workspace,
+                                 std::stop_token stop) {
   if (auto st = ValidateDrain(index.topology(), drain); !st) return tl::unexpected(st.error());
   const DrainMask mask(index.topology(), drain);
   JobAssessment out;

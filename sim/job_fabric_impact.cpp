@@ -24,8 +24,10 @@ FabricImpact FabricImpactOf(const JobSimIndex& index, const model::Drain& drain,
   for (LinkId l : mask.down_links()) {
     removed[m.link_group[l.value]] += topo.link(l).capacity_bps;
     for (NodeId x : {topo.link(l).a, topo.link(l).b}) {
-      if (topo.node(x).is_host()) hosts.push_back(x.value);
-      else if (topo.node(x).level == model::kLeafLevel && !mask.node_down(x)) leaves.push_back(x.value);
+      if (topo.node(x).is_host())
+        hosts.push_back(x.value);
+      else if (topo.node(x).level == model::kLeafLevel && !mask.node_down(x))
+        leaves.push_back(x.value);
     }
   }
   for (size_t g = 0; g < m.groups.size(); ++g) {

@@ -35,8 +35,8 @@ std::vector<NodeId> SwitchesOfTier(const Topology& topology, std::string_view ti
 
 void RankCandidates(const Topology& topology, std::vector<DrainCandidate>& c) {
   auto key = [](const DrainCandidate& d) {
-    return std::make_tuple(d.gpus_disconnected, -d.worst_bandwidth_fraction, -d.worst_path_fraction,
-                           d.gpus_affected, d.jobs_affected);
+    return std::make_tuple(d.gpus_disconnected, -d.worst_bandwidth_fraction, -d.worst_path_fraction, d.gpus_affected,
+                           d.jobs_affected);
   };
   std::stable_sort(c.begin(), c.end(), [&](const DrainCandidate& x, const DrainCandidate& y) {
     auto kx = key(x), ky = key(y);
@@ -45,8 +45,7 @@ void RankCandidates(const Topology& topology, std::vector<DrainCandidate>& c) {
   });
 }
 
-Result<std::vector<DrainCandidate>> SweepDrainCandidates(const JobSimIndex& index,
-                                                         std::span<const NodeId> switches,
+Result<std::vector<DrainCandidate>> SweepDrainCandidates(const JobSimIndex& index, std::span<const NodeId> switches,
                                                          JobSimWorkspace& workspace, std::stop_token stop) {
   const Topology& topo = index.topology();
   std::vector<DrainCandidate> out;

@@ -63,7 +63,7 @@ struct LeafUplinks {
 
 // One failure domain value shared by drained switches.
 struct DomainTouch {
-  std::string key;    // a key of Node::domains ("rack", "power"...), or "plane"
+  std::string key;  // a key of Node::domains ("rack", "power"...), or "plane"
   std::string value;
   std::vector<model::NodeId> switches;  // drained switches in it, ascending
 };
@@ -77,12 +77,12 @@ struct FabricImpact {
   std::vector<LeafUplinks> single_uplink_leaves;
   std::vector<model::NodeId> hosts_cut_off;   // no live NIC link left, ascending
   std::vector<model::NodeId> hosts_degraded;  // lost some but not all NIC links
-  std::vector<DomainTouch> domains;            // sorted by key, value
+  std::vector<DomainTouch> domains;           // sorted by key, value
 };
 
 struct JobImpact {
   model::JobId job;
-  bool affected = false;   // some pair's traffic crossed a drained element
+  bool affected = false;  // some pair's traffic crossed a drained element
   bool connected = true;
   double path_fraction = 1;
   std::optional<double> min_paths_after;
@@ -90,10 +90,10 @@ struct JobImpact {
   double crossing_share = 0;
   std::vector<model::NodeId> crossed_switches;  // ascending
   std::vector<model::LinkId> crossed_links;     // named drained links only, ascending
-  int64_t host_pairs = 0;           // unordered pairs of the job's hosts
-  int64_t host_pairs_crossing = 0;  // of those, crossing a drained element
-  int64_t host_pairs_cut = 0;       // of those, without a path after the drain
-  int gpus = 0;                     // GPUs the job uses (hosts x GpusPerHost)
+  int64_t host_pairs = 0;                       // unordered pairs of the job's hosts
+  int64_t host_pairs_crossing = 0;              // of those, crossing a drained element
+  int64_t host_pairs_cut = 0;                   // of those, without a path after the drain
+  int gpus = 0;                                 // GPUs the job uses (hosts x GpusPerHost)
 };
 
 struct JobAssessment {
@@ -148,10 +148,9 @@ class JobSimWorkspace {
 // The job-level what-if of `drain` on the index's snapshot.
 // Errors: kInvalidArgument when the drain names ids outside the topology;
 // kCancelled when `stop` fires (checked between jobs).
-Result<JobAssessment> AssessJobs(const JobSimIndex& index, const model::Drain& drain,
-                                 JobSimWorkspace& workspace, std::stop_token stop = {});
-Result<JobAssessment> AssessJobs(const JobSimIndex& index, const model::Drain& drain,
+Result<JobAssessment> AssessJobs(const JobSimIndex& index, const model::Drain& drain, JobSimWorkspace& workspace,
                                  std::stop_token stop = {});
+Result<JobAssessment> AssessJobs(const JobSimIndex& index, const model::Drain& drain, std::stop_token stop = {});
 
 // The fabric-level part only (no routing). An invalid drain (ids outside
 // the topology) gives an empty FabricImpact; AssessJobs reports it.
@@ -163,7 +162,7 @@ struct DrainCandidate {
   int jobs_affected = 0;
   int jobs_disconnected = 0;
   int gpus_affected = 0;
-  int gpus_disconnected = 0;    // GPUs of jobs left disconnected
+  int gpus_disconnected = 0;  // GPUs of jobs left disconnected
   double worst_path_fraction = 1;
   double worst_bandwidth_fraction = 1;
   std::optional<double> min_paths_after;
@@ -183,8 +182,7 @@ std::vector<model::NodeId> SwitchesOfTier(const model::Topology& topology, std::
 // Errors: kInvalidArgument for an id that is not a switch; kCancelled.
 Result<std::vector<DrainCandidate>> SweepDrainCandidates(const JobSimIndex& index,
                                                          std::span<const model::NodeId> switches,
-                                                         JobSimWorkspace& workspace,
-                                                         std::stop_token stop = {});
+                                                         JobSimWorkspace& workspace, std::stop_token stop = {});
 // Sorts safest first (the order above).
 void RankCandidates(const model::Topology& topology, std::vector<DrainCandidate>& candidates);
 

@@ -70,7 +70,8 @@ JobSimIndex::JobSimIndex(model::SnapshotPtr snapshot)
     std::vector<std::pair<uint32_t, uint32_t>> by_peer;  // (peer, link)
     for (size_t u = 0; u < n; ++u) {
       by_peer.clear();
-      for (const model::Adjacency& adj : topo.neighbors(NodeId(u))) by_peer.emplace_back(adj.peer.value, adj.link.value);
+      for (const model::Adjacency& adj : topo.neighbors(NodeId(u)))
+        by_peer.emplace_back(adj.peer.value, adj.link.value);
       std::sort(by_peer.begin(), by_peer.end());
       for (size_t i = 0; i < by_peer.size();) {
         Impl::Bundle b{by_peer[i].first, static_cast<uint32_t>(m.bundle_links.size()), 0,
@@ -168,8 +169,7 @@ JobSimIndex::JobSimIndex(model::SnapshotPtr snapshot)
       const uint16_t* da = m.class_tree[p.src_class]->distances().data();
       const uint16_t* db = m.class_tree[p.dst_class]->distances().data();
       for (NodeId s : topo.switches()) {
-        if (da[s.value] != kUnreachable && db[s.value] != kUnreachable &&
-            da[s.value] + db[s.value] == p.hops) {
+        if (da[s.value] != kUnreachable && db[s.value] != kUnreachable && da[s.value] + db[s.value] == p.hops) {
           bits[s.value / 64] |= uint64_t{1} << (s.value % 64);
         }
       }

@@ -81,9 +81,9 @@ struct JobSimIndex::Impl {
   struct NextHops {
     std::vector<uint32_t> offsets;
     std::vector<NextHop> entries;
-    std::vector<uint32_t> total;     // per node: next-hop links
-    std::vector<double> min_cap;     // per node: smallest next-hop link capacity
-    std::vector<uint8_t> uniform;    // per node: every next-hop bundle has min_cap
+    std::vector<uint32_t> total;   // per node: next-hop links
+    std::vector<double> min_cap;   // per node: smallest next-hop link capacity
+    std::vector<uint8_t> uniform;  // per node: every next-hop bundle has min_cap
   };
   std::vector<NextHops> class_next;
 

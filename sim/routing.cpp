@@ -64,8 +64,7 @@ RoutingIndex::RoutingIndex(const model::Topology& topology) : topology_(&topolog
   for (NodeId h : topology.hosts()) class_hosts_[fill[class_of_[h.value]]++] = h;  // hosts() ascending
 }
 
-void PathTree::Build(const RoutingIndex& index, const DrainMask& mask, Attachment destination,
-                     bool with_counts) {
+void PathTree::Build(const RoutingIndex& index, const DrainMask& mask, Attachment destination, bool with_counts) {
   const size_t n = index.node_count();
   destination_ = destination;
   dist_.assign(n, kUnreachable);
@@ -135,7 +134,8 @@ void PathTree::BuildUntil(const RoutingIndex& index, const DrainMask& mask, Atta
     const uint32_t u = order_[i];
     const uint16_t du = dist_[u];
     for (const Hop& hop : index.switch_hops(NodeId(u))) {
-      if (dist_[hop.peer] == kUnreachable && Alive(mask, hop.link, hop.peer)) reach(hop.peer, static_cast<uint16_t>(du + 1));
+      if (dist_[hop.peer] == kUnreachable && Alive(mask, hop.link, hop.peer))
+        reach(hop.peer, static_cast<uint16_t>(du + 1));
     }
   }
 }
@@ -188,15 +188,13 @@ PairRoute RouteWorkspace::Route(const RoutingIndex& index, const DrainMask& mask
   return RouteImpl(index, mask, tree, source, nullptr, nullptr, true);
 }
 
-PairRoute RouteWorkspace::RouteTracking(const RoutingIndex& index, const DrainMask& mask,
-                                        const PathTree& tree, Attachment source, const DrainMask& taint,
-                                        double* clean_share) {
+PairRoute RouteWorkspace::RouteTracking(const RoutingIndex& index, const DrainMask& mask, const PathTree& tree,
+                                        Attachment source, const DrainMask& taint, double* clean_share) {
   return RouteImpl(index, mask, tree, source, &taint, clean_share, false);
 }
 
 PairRoute RouteWorkspace::RouteImpl(const RoutingIndex& index, const DrainMask& mask, const PathTree& tree,
-                                    Attachment source, const DrainMask* taint, double* clean_share,
-                                    bool path_shares) {
+                                    Attachment source, const DrainMask* taint, double* clean_share, bool path_shares) {
   Reserve(index.node_count());
   links_.clear();
   if (clean_share) *clean_share = 0;

@@ -58,9 +58,9 @@ inline constexpr uint16_t kUnreachable = std::numeric_limits<uint16_t>::max();
 // One hop of the switch-only adjacency, with the directed id of traversing
 // `link` from the owning node towards `peer`.
 struct Hop {
-  uint32_t peer;     // NodeId value
-  uint32_t link;     // LinkId value
-  uint32_t directed; // DirectedLinkId(link, owner == link.a)
+  uint32_t peer;      // NodeId value
+  uint32_t link;      // LinkId value
+  uint32_t directed;  // DirectedLinkId(link, owner == link.a)
 };
 
 // Where traffic enters or leaves the fabric: `host` and some of its NIC links
@@ -92,9 +92,7 @@ class RoutingIndex {
 
   // All NICs of `host` / NIC number `nic` of `host` (REQUIRES nic < NIC count).
   Attachment HostAttachment(NodeId host) const { return {host, topology_->neighbors(host)}; }
-  Attachment NicAttachment(NodeId host, size_t nic) const {
-    return {host, topology_->neighbors(host).subspan(nic, 1)};
-  }
+  Attachment NicAttachment(NodeId host, size_t nic) const { return {host, topology_->neighbors(host).subspan(nic, 1)}; }
 
   // Attachment classes: hosts whose NIC links go to the same multiset of
   // (switch, capacity) are interchangeable for routing (every metric between
@@ -134,8 +132,7 @@ class PathTree {
   // Recomputes the tree in place (no allocation once sized). path_count()
   // is always filled (it comes with the BFS); `with_counts` is ignored and
   // kept for source compatibility.
-  void Build(const RoutingIndex& index, const DrainMask& mask, Attachment destination,
-             bool with_counts = false);
+  void Build(const RoutingIndex& index, const DrainMask& mask, Attachment destination, bool with_counts = false);
 
   // As Build, but the BFS stops as soon as every switch in `targets` has its
   // distance (or nothing more is reachable). Distances up to the farthest
@@ -206,33 +203,31 @@ class RouteWorkspace {
   // of the DAG with its per-hop and per-path shares (both always computed;
   // shares of all links into the destination host sum to 1 when connected).
   // REQUIRES: source.host != tree.destination().host.
-  PairRoute Route(const RoutingIndex& index, const DrainMask& mask, const PathTree& tree,
-                  Attachment source);
+  PairRoute Route(const RoutingIndex& index, const DrainMask& mask, const PathTree& tree, Attachment source);
 
   // As Route, but only per-hop shares, and a link is "tainted" when it or a
   // node before it on the path is down in `taint` (e.g. the drain, while
   // routing on the undrained fabric). Returns the share of the traffic that
   // reaches the destination untouched in *clean_share (1 - crossing share).
   // hop_share is filled; path_share is left 0.
-  PairRoute RouteTracking(const RoutingIndex& index, const DrainMask& mask, const PathTree& tree,
-                          Attachment source, const DrainMask& taint, double* clean_share);
+  PairRoute RouteTracking(const RoutingIndex& index, const DrainMask& mask, const PathTree& tree, Attachment source,
+                          const DrainMask& taint, double* clean_share);
 
   // Links of the last Route(), grouped by distance to the destination
   // (farthest first). Valid until the next call.
   std::span<const DagLink> links() const { return links_; }
 
  private:
-  PairRoute RouteImpl(const RoutingIndex& index, const DrainMask& mask, const PathTree& tree,
-                      Attachment source, const DrainMask* taint, double* clean_share,
-                      bool path_shares);
+  PairRoute RouteImpl(const RoutingIndex& index, const DrainMask& mask, const PathTree& tree, Attachment source,
+                      const DrainMask* taint, double* clean_share, bool path_shares);
   void Reserve(size_t nodes);
 
   std::vector<DagLink> links_;
-  std::vector<double> frac_;   // per node: per-hop share arriving
-  std::vector<double> clean_;  // per node: untainted share arriving (RouteTracking)
-  std::vector<double> fwd_;    // per node: shortest paths from the source
-  std::vector<double> bwd_;    // per node: shortest paths to the destination
-  std::vector<uint32_t> seen_; // per node: epoch of the last visit
+  std::vector<double> frac_;    // per node: per-hop share arriving
+  std::vector<double> clean_;   // per node: untainted share arriving (RouteTracking)
+  std::vector<double> fwd_;     // per node: shortest paths from the source
+  std::vector<double> bwd_;     // per node: shortest paths to the destination
+  std::vector<uint32_t> seen_;  // per node: epoch of the last visit
   std::vector<uint32_t> frontier_, next_;
   uint32_t epoch_ = 0;
 };

@@ -36,7 +36,8 @@ void RegisterConfig(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("config", "Check or show a daemon configuration file");
   cmd->require_subcommand(1);
   auto file = std::make_shared<std::string>();
-  auto* check = cmd->add_subcommand("check", "Validate FILE as `drainwise serve --config FILE` would (exit 0 valid, 1 not)");
+  auto* check =
+      cmd->add_subcommand("check", "Validate FILE as `drainwise serve --config FILE` would (exit 0 valid, 1 not)");
   check->add_option("file", *file, "JSON configuration file")->required();
   check->callback([file, exit_code] {
     auto r = CheckConfig(*file);

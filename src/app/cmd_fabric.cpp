@@ -17,8 +17,8 @@ namespace {
 struct FabricArgs {
   std::string preset = "demo";
   std::string out;
-  std::optional<int> tiers, pods, hosts, gpus_per_host, rails, hosts_per_leaf, spines, jobs,
-      single_homed, superspines_per_plane;
+  std::optional<int> tiers, pods, hosts, gpus_per_host, rails, hosts_per_leaf, spines, jobs, single_homed,
+      superspines_per_plane;
   std::optional<double> host_gbps, uplink_gbps, oversubscription;
   std::optional<uint64_t> seed;
   std::optional<double> alltoall_share;
@@ -95,7 +95,8 @@ int RunFabric(const FabricArgs& a) {
 void RegisterFabric(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<FabricArgs>();
   auto* cmd = app.add_subcommand("fabric", "Write a synthetic topology.json and jobs.json");
-  cmd->add_option("--preset", args->preset, "demo | 32k | 32k-moe (cross-pod all-to-all) | 32k-moe-2to1 | small")->capture_default_str();
+  cmd->add_option("--preset", args->preset, "demo | 32k | 32k-moe (cross-pod all-to-all) | 32k-moe-2to1 | small")
+      ->capture_default_str();
   cmd->add_option("--out", args->out, "Output directory")->required();
   cmd->add_option("--tiers", args->tiers, "2 (leaf/spine) or 3 (with superspines)");
   cmd->add_option("--pods", args->pods, "Pods (3 tiers)");

@@ -6,20 +6,20 @@
 #include <mutex>
 #include <thread>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 
 #include "app/commands.h"
 #include "app/daemon_config.h"
 #include "app/live_telemetry.h"
-#include "connectors/source.h"
 #include "app/sd_notify.h"
 #include "codec/json_reader.h"
 #include "codec/native.h"
 #include "config/config.h"
+#include "connectors/source.h"
 #include "engine/codec.h"
 #include "engine/engine.h"
 #include "fabric/generator.h"
@@ -57,9 +57,8 @@ std::shared_ptr<spdlog::logger> Logger(const std::string& name) {
 // expected ends lie ahead.
 std::pair<nlohmann::json, nlohmann::json> DemoDocuments() {
   auto preset = *fabric::FindPreset("demo");
-  auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count();
+  auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   preset.jobs.now = now - now % 86400;
   auto topo = fabric::GenerateFabric(preset.fabric);
   auto jobs = fabric::GenerateJobs(topo, preset.fabric, preset.jobs);
@@ -214,8 +213,10 @@ int RunServe(const ServeArgs& args) {
   // A background write probe: one log line per change, and /readyz's answer.
   store::ProberOptions probe_options;
   probe_options.on_change = [log](bool ok, const std::string& why) {
-    if (ok) log->info("database writable again");
-    else log->error("{}", why);
+    if (ok)
+      log->info("database writable again");
+    else
+      log->error("{}", why);
   };
   store::StoreProber store_prober(store->get(), probe_options);
   server::State state(store->get());
@@ -312,7 +313,8 @@ int RunServe(const ServeArgs& args) {
     hooks.sources_ready = [&sources](std::string* why) {
       std::string stale;
       for (const auto& s : sources->Statuses()) {
-        if (s.stale) stale += (stale.empty() ? "" : ", ") + s.name + (s.last_error.empty() ? "" : " (" + s.last_error + ")");
+        if (s.stale)
+          stale += (stale.empty() ? "" : ", ") + s.name + (s.last_error.empty() ? "" : " (" + s.last_error + ")");
       }
       if (stale.empty()) return true;
       *why = "stale sources: " + stale;
@@ -331,13 +333,15 @@ int RunServe(const ServeArgs& args) {
         for (const auto& [kind, n] : counts) m.Set("drainwise_topology_drift", {{"kind", kind}}, n);
       }
       for (const auto& s : sources->Statuses()) {
-        m.Set("drainwise_source_skipped_items", {{"source", s.name}}, static_cast<double>(s.diagnostics.skipped.size()));
+        m.Set("drainwise_source_skipped_items", {{"source", s.name}},
+              static_cast<double>(s.diagnostics.skipped.size()));
         m.Set("drainwise_source_warnings", {{"source", s.name}}, static_cast<double>(s.diagnostics.warnings.size()));
         m.Set("drainwise_source_stale", {{"source", s.name}}, s.stale ? 1 : 0);
         m.Set("drainwise_source_failures_total", {{"source", s.name}}, static_cast<double>(s.failures));
         m.Set("drainwise_source_versions", {{"source", s.name}}, static_cast<double>(s.versions));
-        if (s.last_success) m.Set("drainwise_source_last_success_timestamp_seconds", {{"source", s.name}},
-                                  static_cast<double>(*s.last_success));
+        if (s.last_success)
+          m.Set("drainwise_source_last_success_timestamp_seconds", {{"source", s.name}},
+                static_cast<double>(*s.last_success));
       }
     });
   }
@@ -345,15 +349,15 @@ int RunServe(const ServeArgs& args) {
     auto view = state.view();  // one view for the whole answer
     if (!view->snapshot) return MakeError(ErrorCode::kUnavailable, "no snapshot loaded yet");
     const auto& topo = *view->snapshot->topology;
-    bool degraded = req.target.find("degraded=true") != std::string::npos ||
-                    req.target.find("degraded=1") != std::string::npos;
+    bool degraded =
+        req.target.find("degraded=true") != std::string::npos || req.target.find("degraded=1") != std::string::npos;
     auto out = telemetry.LinksJson(topo, degraded);
     if (degraded) {
       // What draining each degraded link would do, job level: the advisor's
       // proposal to take a degrading link out before it hurts more.
-      engine::Call call{std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count(),
-                        req.stop};
+      engine::Call call{
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+          req.stop};
       int n = 0;
       for (auto& l : out["links"]) {
         if (n++ >= 32) break;
@@ -402,8 +406,8 @@ int RunServe(const ServeArgs& args) {
     if (const auto& snap = view->snapshot) {
       m.Set("drainwise_snapshot_version", {{"kind", "topology"}}, static_cast<double>(snap->topology_version));
       m.Set("drainwise_snapshot_version", {{"kind", "jobs"}}, static_cast<double>(snap->jobs_version));
-      auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                     std::chrono::system_clock::now().time_since_epoch()).count();
+      auto now =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
       m.Set("drainwise_snapshot_age_seconds", {}, static_cast<double>(now - view->published_at));
       m.Set("drainwise_jobs", {}, static_cast<double>(snap->jobs->size()));
     }
@@ -446,31 +450,31 @@ int RunServe(const ServeArgs& args) {
   // it and exits 1 at once, within the 10 s we promise (systemd's
   // TimeoutStopSec is 30 s). SIGHUP: reload, never exit.
   constexpr auto kShutdownLimit = std::chrono::seconds(8);
-  std::function<void(const boost::system::error_code&, int)> on_signal =
-      [&](const boost::system::error_code& ec, int sig) {
-        if (ec) return;
-        if (sig == SIGHUP) {
-          auto r = Reload(args.config_path, overrides, daemon_config, state, telemetry);
-          if (r) {
-            log->info("SIGHUP: reloaded {}", *r);
-          } else {
-            log->error("SIGHUP: configuration not reloaded, the running one stays: {}", r.error().message);
-          }
-          signals.async_wait(on_signal);
-          return;
-        }
-        log->info("signal {}: shutting down (cancelling {} queued or running simulations)", sig, http.queued());
-        SdNotify("STOPPING=1");
-        // The guard outlives RunServe (the worker pool is joined by
-        // destructors after it returns), so it holds nothing of this frame.
-        std::thread([guard_log = log, limit = kShutdownLimit] {
-          std::this_thread::sleep_for(limit);
-          guard_log->error("still shutting down {} s after the signal: exiting now", limit.count());
-          guard_log->flush();
-          std::_Exit(1);
-        }).detach();
-        http.Stop();
-      };
+  std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec,
+                                                                             int sig) {
+    if (ec) return;
+    if (sig == SIGHUP) {
+      auto r = Reload(args.config_path, overrides, daemon_config, state, telemetry);
+      if (r) {
+        log->info("SIGHUP: reloaded {}", *r);
+      } else {
+        log->error("SIGHUP: configuration not reloaded, the running one stays: {}", r.error().message);
+      }
+      signals.async_wait(on_signal);
+      return;
+    }
+    log->info("signal {}: shutting down (cancelling {} queued or running simulations)", sig, http.queued());
+    SdNotify("STOPPING=1");
+    // The guard outlives RunServe (the worker pool is joined by
+    // destructors after it returns), so it holds nothing of this frame.
+    std::thread([guard_log = log, limit = kShutdownLimit] {
+      std::this_thread::sleep_for(limit);
+      guard_log->error("still shutting down {} s after the signal: exiting now", limit.count());
+      guard_log->flush();
+      std::_Exit(1);
+    }).detach();
+    http.Stop();
+  };
   signals.async_wait(on_signal);
   std::thread signal_thread([&] { signals_ctx.run(); });
   if (sources) sources->Start();

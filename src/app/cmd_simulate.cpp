@@ -11,9 +11,9 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
-#include <thread>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -38,7 +38,7 @@ struct SimulateArgs {
   std::vector<std::string> switches;  // extra switches to drain
   std::string mode = "job";
   std::string format = "table";
-  std::string candidates;             // tier name, or comma-separated switches
+  std::string candidates;  // tier name, or comma-separated switches
   bool only_affected = false;
   int max_rows = 50;
   // --mode flow (sim/flow_sim.h; defaults are FlowOptions').
@@ -172,7 +172,8 @@ sim::TaskRunner ThreadRunner(int threads) {
 // Flow-level: every job's collectives as flows, max-min fair on the drained fabric.
 int RunFlowMode(const SimulateArgs& a, const Inputs& in) {
   auto routing = sim::ParseFlowRouting(a.routing);
-  if (!routing) return Fail(kUsage, fmt::format("--routing '{}': expected spray, spray-path, hash, hash-rehash", a.routing));
+  if (!routing)
+    return Fail(kUsage, fmt::format("--routing '{}': expected spray, spray-path, hash, hash-rehash", a.routing));
   sim::FlowOptions o = a.fluid_only ? sim::FlowOptions::Exact() : sim::FlowOptions{};
   o.routing = *routing;
   o.hash_seeds = a.hash_seeds;
@@ -235,8 +236,9 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
   cmd->add_option("--jobs", args->jobs, "drainwise.jobs/v1 file")->required();
   cmd->add_option("--drain", args->drain, "Drain file: {\"switches\":[...], \"links\":[...]}");
   cmd->add_option("--switch", args->switches, "A switch to drain (repeatable; added to --drain)");
-  cmd->add_option("--mode", args->mode,
-                  "Fidelity: job (structural: paths, spray bandwidth) | flow (max-min fair flows: comm and iteration times)")
+  cmd->add_option(
+         "--mode", args->mode,
+         "Fidelity: job (structural: paths, spray bandwidth) | flow (max-min fair flows: comm and iteration times)")
       ->capture_default_str();
   cmd->add_option("--format", args->format, "json | table")->capture_default_str();
   cmd->add_option("--candidates", args->candidates,
@@ -249,7 +251,8 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "--mode flow, hash routing: first seed")->capture_default_str();
   cmd->add_option("--goodput", args->goodput, "--mode flow: usable share of line rate (default 0.95)");
-  cmd->add_option("--per-hop-latency-us", args->per_hop_latency_us, "--mode flow: one-way latency per link of a path; a step pays a round trip (default 1)");
+  cmd->add_option("--per-hop-latency-us", args->per_hop_latency_us,
+                  "--mode flow: one-way latency per link of a path; a step pays a round trip (default 1)");
   cmd->add_option("--per-message-overhead-us", args->per_message_overhead_us,
                   "--mode flow: latency per collective step (default 5)");
   cmd->add_option("--overload-penalty", args->overload_penalty,

@@ -46,8 +46,8 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path, const ConfigOverr
     if (!tokens) return tl::unexpected(tokens.error().Wrap("server.tokens_file"));
     out.tokens = std::make_shared<const server::TokenTable>(std::move(*tokens));
   }
-  for (const auto& [field, file] : {std::pair{"server.tls_cert", cfg.server.tls_cert},
-                                    std::pair{"server.tls_key", cfg.server.tls_key}}) {
+  for (const auto& [field, file] :
+       {std::pair{"server.tls_cert", cfg.server.tls_cert}, std::pair{"server.tls_key", cfg.server.tls_key}}) {
     if (!file.empty() && !std::ifstream(file)) {
       return tl::unexpected(Error{ErrorCode::kIo, fmt::format("{}: cannot read {}", field, file)});
     }

@@ -31,11 +31,11 @@ struct ConfigOverrides {
 };
 
 struct DaemonConfig {
-  config::Config config;                  // the file with the overrides applied
-  advisor::AdvisorOptions advisor;        // "advisor" + "simulation"
+  config::Config config;            // the file with the overrides applied
+  advisor::AdvisorOptions advisor;  // "advisor" + "simulation"
   connectors::ConnectorsConfig connectors;
   connectors::DegradedThresholds thresholds;
-  std::optional<policies::Policy> policy;  // from policy_file; nullopt without one
+  std::optional<policies::Policy> policy;            // from policy_file; nullopt without one
   std::shared_ptr<const server::TokenTable> tokens;  // null without tokens_file
 };
 

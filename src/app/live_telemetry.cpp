@@ -160,7 +160,8 @@ Result<json> LiveTelemetry::JobPaths(const model::Snapshot& snapshot, const std:
   std::map<uint32_t, const connectors::LinkTelemetry*> by_link;
   for (const auto& lt : set.links) by_link[lt.link.value] = &lt;
   std::vector<std::pair<uint32_t, double>> ordered(share.begin(), share.end());
-  std::sort(ordered.begin(), ordered.end(), [](auto& a, auto& b) { return a.second > b.second || (a.second == b.second && a.first < b.first); });
+  std::sort(ordered.begin(), ordered.end(),
+            [](auto& a, auto& b) { return a.second > b.second || (a.second == b.second && a.first < b.first); });
   json links = json::array();
   int degraded = 0;
   for (const auto& [l, w] : ordered) {
@@ -174,12 +175,8 @@ Result<json> LiveTelemetry::JobPaths(const model::Snapshot& snapshot, const std:
     }
     links.push_back(std::move(o));
   }
-  return json{{"job", job.id},
-              {"hosts", job.hosts.size()},
-              {"host_pairs", pairs_total},
-              {"links", links},
-              {"degraded_links", degraded},
-              {"telemetry", !set.links.empty()}};
+  return json{{"job", job.id},  {"hosts", job.hosts.size()},  {"host_pairs", pairs_total},
+              {"links", links}, {"degraded_links", degraded}, {"telemetry", !set.links.empty()}};
 }
 
 }  // namespace drainwise::app

@@ -1,6 +1,6 @@
 // drainwise: what a switch drain will do to the AI jobs on a fabric.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "app/commands.h"
 

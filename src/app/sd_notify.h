@@ -30,8 +30,7 @@ std::chrono::microseconds SdWatchdogInterval();
 // sleep).
 class SdWatchdog {
  public:
-  explicit SdWatchdog(std::chrono::microseconds interval = SdWatchdogInterval(),
-                      std::function<bool()> healthy = {});
+  explicit SdWatchdog(std::chrono::microseconds interval = SdWatchdogInterval(), std::function<bool()> healthy = {});
   ~SdWatchdog() = default;  // std::jthread requests stop and joins
   SdWatchdog(const SdWatchdog&) = delete;
   SdWatchdog& operator=(const SdWatchdog&) = delete;

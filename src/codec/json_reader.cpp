@@ -9,15 +9,22 @@ namespace drainwise::codec {
 
 std::string_view JsonTypeName(const json& j) {
   switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::object: return "object";
-    case json::value_t::array: return "array";
-    case json::value_t::string: return "string";
-    case json::value_t::boolean: return "boolean";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::boolean:
+      return "boolean";
     case json::value_t::number_integer:
     case json::value_t::number_unsigned:
-    case json::value_t::number_float: return "number";
-    default: return "unknown";
+    case json::value_t::number_float:
+      return "number";
+    default:
+      return "unknown";
   }
 }
 
@@ -64,9 +71,7 @@ double ObjectReader::Number(std::string_view key) const {
   return d;
 }
 
-double ObjectReader::NumberOr(std::string_view key, double fallback) const {
-  return Has(key) ? Number(key) : fallback;
-}
+double ObjectReader::NumberOr(std::string_view key, double fallback) const { return Has(key) ? Number(key) : fallback; }
 
 std::optional<double> ObjectReader::OptNumber(std::string_view key) const {
   if (!Has(key)) return std::nullopt;
@@ -79,9 +84,7 @@ int64_t ObjectReader::Int(std::string_view key) const {
   return static_cast<int64_t>(d);
 }
 
-int64_t ObjectReader::IntOr(std::string_view key, int64_t fallback) const {
-  return Has(key) ? Int(key) : fallback;
-}
+int64_t ObjectReader::IntOr(std::string_view key, int64_t fallback) const { return Has(key) ? Int(key) : fallback; }
 
 bool ObjectReader::BoolOr(std::string_view key, bool fallback) const {
   if (!Has(key)) return fallback;
@@ -180,8 +183,7 @@ std::optional<int64_t> ParseRfc3339(std::string_view s) {
     return v;
   };
   if (s.size() < 20) return std::nullopt;
-  auto Y = digits(0, 4), M = digits(5, 2), D = digits(8, 2), h = digits(11, 2), m = digits(14, 2),
-       sec = digits(17, 2);
+  auto Y = digits(0, 4), M = digits(5, 2), D = digits(8, 2), h = digits(11, 2), m = digits(14, 2), sec = digits(17, 2);
   if (!Y || !M || !D || !h || !m || !sec || s[4] != '-' || s[7] != '-' ||
       (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':') {
     return std::nullopt;
@@ -221,8 +223,8 @@ std::string FormatRfc3339(int64_t t) {
   std::time_t tt = static_cast<std::time_t>(t);
   std::tm tm{};
   gmtime_r(&tt, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                     tm.tm_min, tm.tm_sec);
 }
 
 }  // namespace drainwise::codec

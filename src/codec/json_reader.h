@@ -46,7 +46,7 @@ class ObjectReader {
   int64_t Int(std::string_view key) const;
   int64_t IntOr(std::string_view key, int64_t fallback) const;
   bool BoolOr(std::string_view key, bool fallback) const;
-  std::vector<std::string> StringList(std::string_view key) const;  // absent = empty
+  std::vector<std::string> StringList(std::string_view key) const;           // absent = empty
   std::map<std::string, std::string> StringMap(std::string_view key) const;  // absent = empty
   // Each element of an array field (absent = none) as an object reader.
   std::vector<ObjectReader> Objects(std::string_view key) const;

@@ -70,10 +70,9 @@ model::CollectiveSpec ParseCollective(const ObjectReader& r) {
   std::string kind = r.String("kind");
   auto k = model::ParseCollectiveKind(kind);
   if (!k) {
-    throw FieldError(r.Child("kind"),
-                     fmt::format("unknown collective '{}' (allreduce, allgather, reducescatter, "
-                                 "alltoall, sendrecv, flows)",
-                                 kind));
+    throw FieldError(r.Child("kind"), fmt::format("unknown collective '{}' (allreduce, allgather, reducescatter, "
+                                                  "alltoall, sendrecv, flows)",
+                                                  kind));
   }
   c.kind = *k;
   c.algorithm = r.StringOr("algorithm", c.kind == CollectiveKind::kAllToAll ? "direct" : "ring");
@@ -99,8 +98,8 @@ model::CollectiveSpec ParseCollective(const ObjectReader& r) {
 }
 
 model::JobSpec ParseJob(const ObjectReader& r) {
-  r.RejectUnknown({"id", "name", "tenant", "priority", "labels", "hosts", "gpus_per_host",
-                   "started_at", "expected_end", "checkpoint", "iteration", "profile_source"});
+  r.RejectUnknown({"id", "name", "tenant", "priority", "labels", "hosts", "gpus_per_host", "started_at", "expected_end",
+                   "checkpoint", "iteration", "profile_source"});
   model::JobSpec j;
   j.id = r.String("id");
   j.name = r.StringOr("name", "");
@@ -218,8 +217,8 @@ json TopologySpecToJson(const model::TopologySpec& spec) {
     if (!l.b_port.empty()) o["b_port"] = l.b_port;
     links.push_back(std::move(o));
   }
-  return json{{"format", kTopologyFormat}, {"name", spec.name}, {"nodes", std::move(nodes)},
-              {"links", std::move(links)}};
+  return json{
+      {"format", kTopologyFormat}, {"name", spec.name}, {"nodes", std::move(nodes)}, {"links", std::move(links)}};
 }
 
 json TopologyToJson(const model::Topology& t) {
@@ -249,8 +248,7 @@ json JobToJsonImpl(const model::BasicJob<HostRef>& j, NameOf name_of) {
   if (j.started_at) o["started_at"] = FormatRfc3339(*j.started_at);
   if (j.expected_end) o["expected_end"] = FormatRfc3339(*j.expected_end);
   if (j.checkpoint) {
-    o["checkpoint"] = {{"interval_s", j.checkpoint->interval_s},
-                       {"restart_cost_s", j.checkpoint->restart_cost_s}};
+    o["checkpoint"] = {{"interval_s", j.checkpoint->interval_s}, {"restart_cost_s", j.checkpoint->restart_cost_s}};
   }
   json cols = json::array();
   for (const auto& c : j.iteration.collectives) {
@@ -270,9 +268,8 @@ json JobToJsonImpl(const model::BasicJob<HostRef>& j, NameOf name_of) {
     if (c.count != 1) co["count"] = c.count;
     cols.push_back(std::move(co));
   }
-  o["iteration"] = {{"compute_ms", j.iteration.compute_s * 1e3},
-                    {"overlap", j.iteration.overlap},
-                    {"collectives", std::move(cols)}};
+  o["iteration"] = {
+      {"compute_ms", j.iteration.compute_s * 1e3}, {"overlap", j.iteration.overlap}, {"collectives", std::move(cols)}};
   o["profile_source"] = j.profile_source;
   return o;
 }

@@ -33,8 +33,8 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
     c.db_path = r.StringOr("db", c.db_path);
     c.policy_file = r.StringOr("policy_file", "");
     c.log_level = r.StringOr("log_level", c.log_level);
-    if (c.log_level != "trace" && c.log_level != "debug" && c.log_level != "info" &&
-        c.log_level != "warn" && c.log_level != "error") {
+    if (c.log_level != "trace" && c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
+        c.log_level != "error") {
       throw FieldError("log_level", "expected trace, debug, info, warn or error");
     }
     if (r.Has("server")) {
@@ -62,8 +62,7 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
       s.tls_cert = sr.StringOr("tls_cert", "");
       s.tls_key = sr.StringOr("tls_key", "");
       if (s.tls_cert.empty() != s.tls_key.empty()) {
-        throw FieldError(s.tls_cert.empty() ? "server.tls_cert" : "server.tls_key",
-                         "tls_cert and tls_key go together");
+        throw FieldError(s.tls_cert.empty() ? "server.tls_cert" : "server.tls_key", "tls_cert and tls_key go together");
       }
     }
     if (s.listen.find(':') == std::string::npos) throw FieldError("listen", "expected HOST:PORT");

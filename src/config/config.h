@@ -15,18 +15,18 @@
 namespace drainwise::config {
 
 struct ServerOptions {
-  std::string listen = "127.0.0.1:8080";  // loopback unless configured otherwise
-  int io_threads = 1;                      // Beast I/O threads
-  int workers = 2;                         // simulation worker threads
-  int64_t body_limit_bytes = 64 << 20;     // larger requests get 413
-  int read_timeout_s = 30;                 // header + body read deadline
-  int queue_limit = 16;                    // simulations waiting or running; more get 503
-  int read_workers = 2;                    // threads rendering bulk reads (documents, listings)
-  int read_queue_limit = 32;               // bulk reads waiting or running; more get 503
+  std::string listen = "127.0.0.1:8080";        // loopback unless configured otherwise
+  int io_threads = 1;                           // Beast I/O threads
+  int workers = 2;                              // simulation worker threads
+  int64_t body_limit_bytes = 64 << 20;          // larger requests get 413
+  int read_timeout_s = 30;                      // header + body read deadline
+  int queue_limit = 16;                         // simulations waiting or running; more get 503
+  int read_workers = 2;                         // threads rendering bulk reads (documents, listings)
+  int read_queue_limit = 32;                    // bulk reads waiting or running; more get 503
   int64_t body_memory_limit_bytes = 256 << 20;  // request bodies held at once, all connections; more get 503
-  int assessment_deadline_s = 60;          // per simulation request; past it 504
-  std::string tokens_file;                 // empty = no authentication
-  std::string tls_cert;                    // both set = HTTPS
+  int assessment_deadline_s = 60;               // per simulation request; past it 504
+  std::string tokens_file;                      // empty = no authentication
+  std::string tls_cert;                         // both set = HTTPS
   std::string tls_key;
 };
 
@@ -39,12 +39,12 @@ struct StoreSettings {
 struct Config {
   ServerOptions server;
   StoreSettings store;
-  std::string db_path = "drainwise.db";  // SQLite file (the audit trail)
-  std::string policy_file;               // empty = the built-in default policy
-  std::string log_level = "info";        // trace, debug, info, warn, error
-  nlohmann::json sources = nlohmann::json::array();   // connectors' section
-  nlohmann::json profiles = nlohmann::json::object();  // workload profile rules for jobs without one
-  nlohmann::json telemetry = nlohmann::json::object(); // degraded-link thresholds
+  std::string db_path = "drainwise.db";                  // SQLite file (the audit trail)
+  std::string policy_file;                               // empty = the built-in default policy
+  std::string log_level = "info";                        // trace, debug, info, warn, error
+  nlohmann::json sources = nlohmann::json::array();      // connectors' section
+  nlohmann::json profiles = nlohmann::json::object();    // workload profile rules for jobs without one
+  nlohmann::json telemetry = nlohmann::json::object();   // degraded-link thresholds
   nlohmann::json simulation = nlohmann::json::object();  // flow-level defaults
   nlohmann::json advisor = nlohmann::json::object();     // advisor defaults
 };

@@ -19,8 +19,10 @@ double Round2(double ms) { return std::round(ms * 100) / 100; }
 bool ParseModes(const codec::ObjectReader& r) {
   bool flow = false;
   for (const auto& m : r.StringList("modes")) {
-    if (m == "flow") flow = true;
-    else if (m != "job") throw codec::FieldError("modes", fmt::format("unknown mode '{}' (job, flow)", m));
+    if (m == "flow")
+      flow = true;
+    else if (m != "job")
+      throw codec::FieldError("modes", fmt::format("unknown mode '{}' (job, flow)", m));
   }
   return flow;
 }
@@ -115,8 +117,8 @@ Result<Calibration> ParseCalibration(const json& doc, const advisor::AdvisorOpti
   c.options = base;
   try {
     codec::ObjectReader r(doc, "");
-    r.RejectUnknown({"format", "goodput", "per_hop_latency_us", "per_message_overhead_us", "fitted_at",
-                     "observations", "rmse_s", "median_rel_error", "p90_rel_error"});
+    r.RejectUnknown({"format", "goodput", "per_hop_latency_us", "per_message_overhead_us", "fitted_at", "observations",
+                     "rmse_s", "median_rel_error", "p90_rel_error"});
     if (r.String("format") != "drainwise.calibration/v1") {
       throw codec::FieldError("format", "expected 'drainwise.calibration/v1'");
     }
@@ -221,17 +223,18 @@ json PlanJson(const PlanOutcome& o, const View& view) {
 }
 
 json FitJson(const FitOutcome& o, bool applied) {
-  json out = {{"calibration", CalibrationDocument(o.fitted)},
-          {"before",
-           {{"goodput", o.before.goodput},
-            {"per_hop_latency_us", o.before.per_hop_latency_s * 1e6},
-            {"per_message_overhead_us", o.before.per_message_overhead_s * 1e6},
-            {"rmse_s", o.fit.rmse_before_s}}},
-          {"holdout",
-           {{"folds", o.fit.folds}, {"rmse_s", o.fit.holdout_rmse_s}, {"rmse_before_s", o.fit.holdout_rmse_before_s}}},
-          {"applicable", o.fit.applicable},
-          {"skipped", o.skipped},
-          {"applied", applied}};
+  json out = {
+      {"calibration", CalibrationDocument(o.fitted)},
+      {"before",
+       {{"goodput", o.before.goodput},
+        {"per_hop_latency_us", o.before.per_hop_latency_s * 1e6},
+        {"per_message_overhead_us", o.before.per_message_overhead_s * 1e6},
+        {"rmse_s", o.fit.rmse_before_s}}},
+      {"holdout",
+       {{"folds", o.fit.folds}, {"rmse_s", o.fit.holdout_rmse_s}, {"rmse_before_s", o.fit.holdout_rmse_before_s}}},
+      {"applicable", o.fit.applicable},
+      {"skipped", o.skipped},
+      {"applied", applied}};
   if (!o.fit.applicable) out["not_applicable"] = o.fit.not_applicable;
   return out;
 }

@@ -49,11 +49,12 @@ class AdvisorEngine final : public Engine {
     out.assessment = std::move(*a);
     out.total_ms = MsSince(start);
     const auto& s = out.assessment.scenario;
-    log_->info("assessment topology=v{} jobs=v{} view={} switches={} links={} flow={} verdict={} jobs_affected={} "
-               "disconnected={} recommendations={} {:.1f}ms",
-               view.snapshot->topology_version, view.snapshot->jobs_version, view.version, s.drain.switches.size(),
-               s.drain.links.size(), request.flow, policies::DecisionName(s.verdict.decision), s.jobs_affected,
-               s.jobs_disconnected, out.assessment.recommendations.size(), out.total_ms);
+    log_->info(
+        "assessment topology=v{} jobs=v{} view={} switches={} links={} flow={} verdict={} jobs_affected={} "
+        "disconnected={} recommendations={} {:.1f}ms",
+        view.snapshot->topology_version, view.snapshot->jobs_version, view.version, s.drain.switches.size(),
+        s.drain.links.size(), request.flow, policies::DecisionName(s.verdict.decision), s.jobs_affected,
+        s.jobs_disconnected, out.assessment.recommendations.size(), out.total_ms);
     return out;
   }
 
@@ -69,12 +70,12 @@ class AdvisorEngine final : public Engine {
 
   Result<PlanOutcome> Plan(const View& view, const PlanRequest& request, const Call& call) override {
     auto start = std::chrono::steady_clock::now();
-    auto plan = view.advisor->PlanDrains(view.AdvisorContext(call.now), request.switches, request.flow,
-                                         *view.policy, call.stop);
+    auto plan = view.advisor->PlanDrains(view.AdvisorContext(call.now), request.switches, request.flow, *view.policy,
+                                         call.stop);
     if (!plan) return tl::unexpected(plan.error());
     PlanOutcome out{std::move(*plan), MsSince(start)};
-    log_->info("plan switches={} batches={} all_allowed={} {:.1f}ms", request.switches.size(),
-               out.plan.batches.size(), out.plan.all_allowed, out.total_ms);
+    log_->info("plan switches={} batches={} all_allowed={} {:.1f}ms", request.switches.size(), out.plan.batches.size(),
+               out.plan.all_allowed, out.total_ms);
     return out;
   }
 
@@ -133,11 +134,12 @@ class AdvisorEngine final : public Engine {
     out.fitted.median_rel_error = fit->median_rel_error;
     out.fitted.p90_rel_error = fit->p90_rel_error;
     out.total_ms = MsSince(start);
-    log_->info("calibration fit on {} observations: goodput {:.3f}, {:.2f} us/hop, {:.2f} us/message, rmse {:.4f} s "
-               "(was {:.4f} s){} {:.1f}ms",
-               fit->observations, fit->params.goodput, fit->params.per_hop_latency_s * 1e6,
-               fit->params.per_message_overhead_s * 1e6, fit->rmse_s, fit->rmse_before_s,
-               fit->applicable ? "" : ", not applicable", out.total_ms);
+    log_->info(
+        "calibration fit on {} observations: goodput {:.3f}, {:.2f} us/hop, {:.2f} us/message, rmse {:.4f} s "
+        "(was {:.4f} s){} {:.1f}ms",
+        fit->observations, fit->params.goodput, fit->params.per_hop_latency_s * 1e6,
+        fit->params.per_message_overhead_s * 1e6, fit->rmse_s, fit->rmse_before_s,
+        fit->applicable ? "" : ", not applicable", out.total_ms);
     return out;
   }
 

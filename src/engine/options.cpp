@@ -14,7 +14,8 @@ Result<sim::FlowOptions> ParseFlowOptions(const json& simulation) {
                      "overload_threshold", "overload_penalty", "hot_links"});
     if (r.Has("routing")) {
       auto m = sim::ParseFlowRouting(r.String("routing"));
-      if (!m) throw codec::FieldError(r.Child("routing"), "expected spray, spray-path, hash, hash-resilient or hash-rehash");
+      if (!m)
+        throw codec::FieldError(r.Child("routing"), "expected spray, spray-path, hash, hash-resilient or hash-rehash");
       o.routing = *m;
     }
     o.hash_seeds = static_cast<int>(r.IntOr("hash_seeds", o.hash_seeds));
@@ -45,8 +46,8 @@ Result<advisor::AdvisorOptions> ParseAdvisorOptions(const json& advisor_json, co
   o.flow = *flow;
   try {
     codec::ObjectReader r(advisor_json, "advisor");
-    r.RejectUnknown({"default_restart_cost_s", "default_checkpoint_interval_s", "max_migrations",
-                     "worse_tolerance_pct", "max_alternatives"});
+    r.RejectUnknown({"default_restart_cost_s", "default_checkpoint_interval_s", "max_migrations", "worse_tolerance_pct",
+                     "max_alternatives"});
     o.default_restart_cost_s = r.NumberOr("default_restart_cost_s", o.default_restart_cost_s);
     o.default_checkpoint_interval_s = r.NumberOr("default_checkpoint_interval_s", o.default_checkpoint_interval_s);
     o.max_migrations = static_cast<int>(r.IntOr("max_migrations", o.max_migrations));

@@ -28,8 +28,8 @@ namespace drainwise::engine {
 
 // Link telemetry mapped onto one topology version.
 struct LinkState {
-  int64_t topology_version = -1;        // the link ids below belong to this topology
-  std::vector<double> background_bps;   // per directed link (2 * link + dir); empty = none
+  int64_t topology_version = -1;       // the link ids below belong to this topology
+  std::vector<double> background_bps;  // per directed link (2 * link + dir); empty = none
   std::vector<std::pair<model::LinkId, std::vector<std::string>>> degraded;  // link and its reasons
 };
 
@@ -40,7 +40,7 @@ struct Calibration {
   advisor::AdvisorOptions options;
   std::string source = "configuration";  // configuration | operator | fit
   // Of a fit (absent for the configuration's and an operator's parameters).
-  std::optional<int64_t> fitted_at;       // unix seconds
+  std::optional<int64_t> fitted_at;  // unix seconds
   std::optional<int64_t> observations;
   std::optional<double> rmse_s;
   std::optional<double> median_rel_error;
@@ -55,11 +55,11 @@ struct TopologyDrift {
 };
 
 struct View {
-  uint64_t version = 0;            // +1 per publication; never goes back
-  model::SnapshotPtr snapshot;     // null until the first topology
-  int64_t published_at = 0;        // unix seconds of the snapshot's publication
-  model::Drain active;             // drains in progress, resolved on `snapshot`
-  int active_drain_count = 0;      // recorded drains in progress (some may name vanished elements)
+  uint64_t version = 0;         // +1 per publication; never goes back
+  model::SnapshotPtr snapshot;  // null until the first topology
+  int64_t published_at = 0;     // unix seconds of the snapshot's publication
+  model::Drain active;          // drains in progress, resolved on `snapshot`
+  int active_drain_count = 0;   // recorded drains in progress (some may name vanished elements)
   std::shared_ptr<const policies::Policy> policy;
   std::shared_ptr<const Calibration> calibration;
   std::shared_ptr<const LinkState> link_state;  // of snapshot's topology version, else null

@@ -25,7 +25,9 @@ class Rng {
   double Uniform(double lo, double hi) { return lo + (hi - lo) * Uniform(); }
   int Int(int lo, int hi) { return lo + static_cast<int>(Next() % static_cast<uint64_t>(hi - lo + 1)); }
   template <class T>
-  const T& Pick(const std::vector<T>& v) { return v[Next() % v.size()]; }
+  const T& Pick(const std::vector<T>& v) {
+    return v[Next() % v.size()];
+  }
 
  private:
   uint64_t state_;
@@ -216,8 +218,7 @@ model::TopologySpec GenerateFabric(const FabricOptions& o) {
     n.domains = std::move(domains);
     t.nodes.push_back(std::move(n));
   };
-  auto add_link = [&](const std::string& a, const std::string& b, double gbps, std::string a_port,
-                      std::string b_port) {
+  auto add_link = [&](const std::string& a, const std::string& b, double gbps, std::string a_port, std::string b_port) {
     t.links.push_back({a, b, gbps, std::move(a_port), std::move(b_port)});
   };
 
@@ -286,8 +287,7 @@ model::TopologySpec GenerateFabric(const FabricOptions& o) {
   return t;
 }
 
-model::JobsSpec GenerateJobs(const model::TopologySpec& topology, const FabricOptions& fabric,
-                             const JobMixOptions& o) {
+model::JobsSpec GenerateJobs(const model::TopologySpec& topology, const FabricOptions& fabric, const JobMixOptions& o) {
   Rng rng(o.seed);
   // Hosts in document order: pod, group, index. Single-homed ones are kept
   // apart so that one job (an inference service) can be placed on them.
@@ -311,8 +311,8 @@ model::JobsSpec GenerateJobs(const model::TopologySpec& topology, const FabricOp
 
   int njobs = o.jobs;
   if (!single_homed.empty()) --njobs;  // reserved for the inference service below
-  int busy = std::clamp(static_cast<int>(std::lround(o.busy_fraction * hosts.size())), std::min<int>(njobs, hosts.size()),
-                        static_cast<int>(hosts.size()));
+  int busy = std::clamp(static_cast<int>(std::lround(o.busy_fraction * hosts.size())),
+                        std::min<int>(njobs, hosts.size()), static_cast<int>(hosts.size()));
   njobs = std::min(njobs, busy);
 
   // Heavy-tailed sizes: Pareto weights scaled to the busy hosts, so a few jobs

@@ -21,22 +21,22 @@ namespace drainwise::fabric {
 
 struct FabricOptions {
   std::string name = "fabric";
-  int tiers = 2;                // 2 = leaf/spine, 3 = leaf/spine/superspine
-  int pods = 1;                 // tiers = 2 needs pods = 1
-  int hosts = 64;               // total hosts (rounded up to whole groups)
+  int tiers = 2;   // 2 = leaf/spine, 3 = leaf/spine/superspine
+  int pods = 1;    // tiers = 2 needs pods = 1
+  int hosts = 64;  // total hosts (rounded up to whole groups)
   int gpus_per_host = 8;
-  int rails = 1;                // NICs per host, one rail leaf each
-  int hosts_per_leaf = 16;      // hosts in a group (= host ports of each leaf)
+  int rails = 1;            // NICs per host, one rail leaf each
+  int hosts_per_leaf = 16;  // hosts in a group (= host ports of each leaf)
   int spines_per_pod = 4;
-  int leaf_spine_links = 1;     // parallel links between a leaf and each spine
+  int leaf_spine_links = 1;  // parallel links between a leaf and each spine
   int superspines_per_plane = 2;
-  int spine_super_links = 1;    // parallel links between a spine and each superspine
+  int spine_super_links = 1;  // parallel links between a spine and each superspine
   double host_gbps = 400;
   double leaf_spine_gbps = 400;
   double spine_super_gbps = 400;
-  int single_homed_hosts = 0;   // hosts per pod wired with NIC 0 only (the pod's last ones)
+  int single_homed_hosts = 0;  // hosts per pod wired with NIC 0 only (the pod's last ones)
   int hosts_per_rack = 4;
-  int power_feeds = 2;          // power domains per pod (hosts, leaves), and for spines
+  int power_feeds = 2;  // power domains per pod (hosts, leaves), and for spines
 };
 
 struct JobMixOptions {

@@ -29,8 +29,7 @@ Result<Drain> ResolveDrain(const DrainSpec& spec, const Topology& topology) {
     auto n = topology.FindNode(spec.switches[i]);
     if (!n) return InvalidArgument(fmt::format("switches[{}]: unknown switch '{}'", i, spec.switches[i]));
     if (!topology.node(*n).is_switch()) {
-      return InvalidArgument(fmt::format("switches[{}]: '{}' is a host; drain its links instead", i,
-                                         spec.switches[i]));
+      return InvalidArgument(fmt::format("switches[{}]: '{}' is a host; drain its links instead", i, spec.switches[i]));
     }
     d.switches.push_back(*n);
   }

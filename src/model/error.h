@@ -16,17 +16,17 @@
 namespace drainwise {
 
 enum class ErrorCode {
-  kInvalidArgument,  // malformed or inconsistent input (HTTP 400)
-  kNotFound,         // unknown id (404)
-  kConflict,         // valid but contradicts current state (409)
-  kTooLarge,         // request or document exceeds a limit (413)
-  kUnavailable,      // not ready, queue full, source down (503)
-  kDeadlineExceeded, // took longer than allowed (504)
-  kCancelled,        // the caller went away
-  kUnauthenticated,  // 401
-  kPermissionDenied, // 403
-  kIo,               // file system or database failure (500)
-  kInternal,         // a bug (500)
+  kInvalidArgument,   // malformed or inconsistent input (HTTP 400)
+  kNotFound,          // unknown id (404)
+  kConflict,          // valid but contradicts current state (409)
+  kTooLarge,          // request or document exceeds a limit (413)
+  kUnavailable,       // not ready, queue full, source down (503)
+  kDeadlineExceeded,  // took longer than allowed (504)
+  kCancelled,         // the caller went away
+  kUnauthenticated,   // 401
+  kPermissionDenied,  // 403
+  kIo,                // file system or database failure (500)
+  kInternal,          // a bug (500)
 };
 
 std::string_view ErrorCodeName(ErrorCode code);

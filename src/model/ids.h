@@ -31,7 +31,5 @@ using JobId = Id<struct JobTag>;
 
 template <class Tag>
 struct std::hash<drainwise::model::Id<Tag>> {
-  size_t operator()(const drainwise::model::Id<Tag>& id) const noexcept {
-    return std::hash<uint32_t>{}(id.value);
-  }
+  size_t operator()(const drainwise::model::Id<Tag>& id) const noexcept { return std::hash<uint32_t>{}(id.value); }
 };

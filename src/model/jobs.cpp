@@ -10,20 +10,25 @@ namespace drainwise::model {
 
 std::string_view CollectiveKindName(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::kAllReduce: return "allreduce";
-    case CollectiveKind::kAllGather: return "allgather";
-    case CollectiveKind::kReduceScatter: return "reducescatter";
-    case CollectiveKind::kAllToAll: return "alltoall";
-    case CollectiveKind::kSendRecv: return "sendrecv";
-    case CollectiveKind::kFlows: return "flows";
+    case CollectiveKind::kAllReduce:
+      return "allreduce";
+    case CollectiveKind::kAllGather:
+      return "allgather";
+    case CollectiveKind::kReduceScatter:
+      return "reducescatter";
+    case CollectiveKind::kAllToAll:
+      return "alltoall";
+    case CollectiveKind::kSendRecv:
+      return "sendrecv";
+    case CollectiveKind::kFlows:
+      return "flows";
   }
   return "flows";
 }
 
 std::optional<CollectiveKind> ParseCollectiveKind(std::string_view name) {
-  for (auto k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
-                 CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll,
-                 CollectiveKind::kSendRecv, CollectiveKind::kFlows}) {
+  for (auto k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+                 CollectiveKind::kAllToAll, CollectiveKind::kSendRecv, CollectiveKind::kFlows}) {
     if (CollectiveKindName(k) == name) return k;
   }
   return std::nullopt;
@@ -53,8 +58,7 @@ std::optional<JobId> JobSet::FindJob(std::string_view id) const {
 
 std::span<const JobId> JobSet::JobsOnHost(NodeId host) const {
   if (host.value + 1 >= host_offsets_.size()) return {};
-  return {host_jobs_.data() + host_offsets_[host.value],
-          host_jobs_.data() + host_offsets_[host.value + 1]};
+  return {host_jobs_.data() + host_offsets_[host.value], host_jobs_.data() + host_offsets_[host.value + 1]};
 }
 
 int GpusPerHost(const Job& job, const Topology& topology) {
@@ -92,8 +96,8 @@ Result<Job> ResolveJob(const JobSpec& s, const Topology& topology) {
     }
     int gpus = topology.node(*h).gpus;
     if (s.gpus_per_host > 0 && gpus > 0 && s.gpus_per_host > gpus) {
-      return InvalidArgument(fmt::format("gpus_per_host {} exceeds the {} GPUs of host '{}'",
-                                         s.gpus_per_host, gpus, s.hosts[i]));
+      return InvalidArgument(
+          fmt::format("gpus_per_host {} exceeds the {} GPUs of host '{}'", s.gpus_per_host, gpus, s.hosts[i]));
     }
   }
   const auto& it = s.iteration;
@@ -132,8 +136,8 @@ Status CheckGpuCapacity(const std::vector<Job>& jobs, const Topology& topology) 
       used[h.value] += per_host;
       int gpus = topology.node(h).gpus;
       if (gpus > 0 && used[h.value] > gpus) {
-        return InvalidArgument(fmt::format("job '{}': host '{}' has {} GPUs but jobs place {} on it",
-                                           j.id, topology.node(h).name, gpus, used[h.value]));
+        return InvalidArgument(fmt::format("job '{}': host '{}' has {} GPUs but jobs place {} on it", j.id,
+                                           topology.node(h).name, gpus, used[h.value]));
       }
     }
   }

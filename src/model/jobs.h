@@ -8,8 +8,8 @@
 #include <map>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model/error.h"
@@ -37,9 +37,9 @@ struct BasicCollective {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   std::string algorithm = "ring";  // ring | direct (alltoall) | tree...
   double bytes = 0;
-  int group_size = 0;  // ranks per communicator; 0 = every rank of the job
-  int stages = 0;      // sendrecv: pipeline stages; 0 = one per host
-  int count = 1;       // how many times per iteration
+  int group_size = 0;                     // ranks per communicator; 0 = every rank of the job
+  int stages = 0;                         // sendrecv: pipeline stages; 0 = one per host
+  int count = 1;                          // how many times per iteration
   std::vector<BasicFlow<HostRef>> flows;  // kFlows only
 };
 
@@ -63,7 +63,7 @@ struct BasicJob {
   int priority = 0;  // higher is more important
   std::map<std::string, std::string> labels;
   std::vector<HostRef> hosts;
-  int gpus_per_host = 0;  // 0 = every GPU of each host
+  int gpus_per_host = 0;                // 0 = every GPU of each host
   std::optional<int64_t> started_at;    // unix seconds
   std::optional<int64_t> expected_end;  // unix seconds
   std::optional<Checkpoint> checkpoint;

@@ -27,7 +27,7 @@ using SnapshotPtr = std::shared_ptr<const Snapshot>;
 
 // Resolves `jobs` against `topology` leniently (jobs that no longer fit are
 // listed in dropped_jobs) and packages both.
-SnapshotPtr MakeSnapshot(std::shared_ptr<const Topology> topology, int64_t topology_version,
-                         const JobsSpec& jobs, int64_t jobs_version);
+SnapshotPtr MakeSnapshot(std::shared_ptr<const Topology> topology, int64_t topology_version, const JobsSpec& jobs,
+                         int64_t jobs_version);
 
 }  // namespace drainwise::model

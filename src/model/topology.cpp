@@ -59,14 +59,13 @@ Result<Topology> BuildTopology(const TopologySpec& spec) {
       n.tier = ns.tier;
       n.level = ns.level > 0 ? ns.level : LevelForTier(ns.tier);
       if (n.level <= 0) {
-        return InvalidArgument(fmt::format(
-            "{}: tier '{}' is not leaf, spine or superspine: give its numeric level", where(),
-            ns.tier));
+        return InvalidArgument(
+            fmt::format("{}: tier '{}' is not leaf, spine or superspine: give its numeric level", where(), ns.tier));
       }
       auto [it, inserted] = t.tiers_.emplace(n.level, n.tier);
       if (!inserted && it->second != n.tier) {
-        return InvalidArgument(fmt::format("{}: tier '{}' has level {} which tier '{}' already has",
-                                           where(), n.tier, n.level, it->second));
+        return InvalidArgument(fmt::format("{}: tier '{}' has level {} which tier '{}' already has", where(), n.tier,
+                                           n.level, it->second));
       }
       t.max_level_ = std::max(t.max_level_, n.level);
     }

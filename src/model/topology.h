@@ -35,8 +35,8 @@ inline constexpr int kSuperspineLevel = 3;
 struct NodeSpec {
   std::string id;
   NodeKind kind = NodeKind::kSwitch;
-  std::string tier;   // switches only: "leaf", "spine", "superspine" or custom
-  int level = 0;      // 0 = derive from tier (hosts are always 0)
+  std::string tier;  // switches only: "leaf", "spine", "superspine" or custom
+  int level = 0;     // 0 = derive from tier (hosts are always 0)
   std::string pod;
   std::string plane;
   std::map<std::string, std::string> domains;  // failure domains: rack, row, power...
@@ -102,8 +102,7 @@ class Topology {
   // Every link of `n` with its far end, in the order the links were declared.
   // For a host this is its list of NICs: NIC i is the i-th entry.
   std::span<const Adjacency> neighbors(NodeId n) const {
-    return {adjacency_.data() + offsets_[n.value],
-            adjacency_.data() + offsets_[n.value + 1]};
+    return {adjacency_.data() + offsets_[n.value], adjacency_.data() + offsets_[n.value + 1]};
   }
 
   std::optional<NodeId> FindNode(std::string_view name) const;

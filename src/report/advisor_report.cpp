@@ -117,10 +117,11 @@ json JobJson(const model::Snapshot& snap, const advisor::Scenario& sc, model::Jo
       auto link = sim::LinkOfDirected(b.directed_link);
       const auto& L = t.link(link);
       bool a_to_b = b.directed_link % 2 == 0;
-      bottlenecks.push_back({{"link", fmt::format("{} -> {}", t.node(a_to_b ? L.a : L.b).name, t.node(a_to_b ? L.b : L.a).name)},
-                             {"utilisation", Round(b.utilisation, 1e-3)},
-                             {"shared_with", shared},
-                             {"jobs_on_link", b.job_count}});
+      bottlenecks.push_back(
+          {{"link", fmt::format("{} -> {}", t.node(a_to_b ? L.a : L.b).name, t.node(a_to_b ? L.b : L.a).name)},
+           {"utilisation", Round(b.utilisation, 1e-3)},
+           {"shared_with", shared},
+           {"jobs_on_link", b.job_count}});
     }
     o["bottlenecks"] = bottlenecks;
   }
@@ -139,7 +140,8 @@ json FabricJson(const model::Snapshot& snap, const sim::FabricImpact& f) {
   }
   json leaves = json::array();
   for (const auto& l : f.single_uplink_leaves) {
-    leaves.push_back({{"leaf", t.node(l.leaf).name}, {"uplinks_before", l.uplinks_before}, {"uplinks_after", l.uplinks_after}});
+    leaves.push_back(
+        {{"leaf", t.node(l.leaf).name}, {"uplinks_before", l.uplinks_before}, {"uplinks_after", l.uplinks_after}});
   }
   json domains = json::array();
   for (const auto& d : f.domains) {
@@ -233,7 +235,8 @@ json AssessmentToJson(const advisor::Assessment& a, const model::Snapshot& snap,
   json jobs = json::array();
   int gpus = 0;
   for (auto id : ids) gpus += sc.job.jobs[id.value].gpus;
-  for (size_t i = 0; i < ids.size() && static_cast<int>(i) < options.max_jobs; ++i) jobs.push_back(JobJson(snap, sc, ids[i]));
+  for (size_t i = 0; i < ids.size() && static_cast<int>(i) < options.max_jobs; ++i)
+    jobs.push_back(JobJson(snap, sc, ids[i]));
   out["summary"] = {{"jobs_total", snap.jobs->size()},
                     {"jobs_affected", sc.jobs_affected},
                     {"jobs_disconnected", sc.jobs_disconnected},
@@ -295,14 +298,16 @@ std::string AssessmentText(const json& a) {
   std::string out;
   std::string drain;
   if (a.contains("drain")) {
-    for (const auto& s : a["drain"].value("switches", json::array())) drain += (drain.empty() ? "" : ", ") + s.get<std::string>();
+    for (const auto& s : a["drain"].value("switches", json::array()))
+      drain += (drain.empty() ? "" : ", ") + s.get<std::string>();
     for (const auto& l : a["drain"].value("links", json::array())) {
       drain += (drain.empty() ? "" : ", ") + l.value("a", "") + "--" + l.value("b", "");
     }
   }
   out += fmt::format("{}  drain [{}]", Upper(Str(a, "verdict", "no verdict")), drain);
   if (a.contains("id")) out += fmt::format("  assessment {}", a["id"].get<std::string>());
-  if (a.contains("ticket") && !a["ticket"].get<std::string>().empty()) out += "  ticket " + a["ticket"].get<std::string>();
+  if (a.contains("ticket") && !a["ticket"].get<std::string>().empty())
+    out += "  ticket " + a["ticket"].get<std::string>();
   out += "\n";
   if (a.contains("summary")) {
     const auto& s = a["summary"];
@@ -335,8 +340,8 @@ std::string AssessmentText(const json& a) {
     out += "\nHOT LINKS (drained)\n";
     Table t({"LINK", "UTIL_BEFORE", "UTIL_AFTER", "JOBS"});
     for (const auto& l : a["links"]) {
-      t.Add({Str(l, "link"), Fixed(l.value("utilisation_before", json()), 2), Fixed(l.value("utilisation_after", json()), 2),
-             Str(l, "job_count")});
+      t.Add({Str(l, "link"), Fixed(l.value("utilisation_before", json()), 2),
+             Fixed(l.value("utilisation_after", json()), 2), Str(l, "job_count")});
     }
     out += t.Render();
   }
@@ -348,14 +353,16 @@ std::string AssessmentText(const json& a) {
       std::string what, cost = "-";
       std::string kind = r.value("kind", "");
       if (kind == "migrate") {
-        what = fmt::format("move {} to {}", Str(r, "job"), r["to_hosts"].empty() ? "-" : r["to_hosts"][0].get<std::string>());
+        what = fmt::format("move {} to {}", Str(r, "job"),
+                           r["to_hosts"].empty() ? "-" : r["to_hosts"][0].get<std::string>());
         if (r["to_hosts"].size() > 1) what += fmt::format(" +{}", r["to_hosts"].size() - 1);
         cost = Fixed(r["cost_gpu_hours"], 1) + " GPU-h";
       } else if (kind == "wait") {
         what = "wait until " + Str(r, "until");
       } else {
         std::string sw;
-        for (const auto& s : r["drain"].value("switches", json::array())) sw += (sw.empty() ? "" : ",") + s.get<std::string>();
+        for (const auto& s : r["drain"].value("switches", json::array()))
+          sw += (sw.empty() ? "" : ",") + s.get<std::string>();
         what = "drain " + sw + " instead";
       }
       t.Add({std::to_string(i++), kind, what, cost, Str(r["predicted"], "verdict")});

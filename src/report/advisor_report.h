@@ -18,7 +18,7 @@ struct AssessmentJsonOptions {
 };
 
 nlohmann::json AssessmentToJson(const advisor::Assessment& assessment, const model::Snapshot& snapshot,
-                                 const AssessmentJsonOptions& options);
+                                const AssessmentJsonOptions& options);
 nlohmann::json RecommendationToJson(const advisor::Recommendation& r, const model::Snapshot& snapshot);
 nlohmann::json PredictionToJson(const advisor::Prediction& p);
 nlohmann::json PlanToJson(const advisor::Plan& plan, const model::Snapshot& snapshot);

@@ -70,7 +70,8 @@ json JobIds(const model::Snapshot& snap, const std::vector<model::JobId>& ids, m
 
 json FlowReportToJson(const sim::FlowReport& r, const model::Snapshot& snap, const FlowJsonOptions& options) {
   const model::Topology& t = *snap.topology;
-  const bool hash = r.model.routing == sim::FlowRouting::kHashResilient || r.model.routing == sim::FlowRouting::kHashRehash;
+  const bool hash =
+      r.model.routing == sim::FlowRouting::kHashResilient || r.model.routing == sim::FlowRouting::kHashRehash;
 
   // Jobs: all, or the most affected first (cut off, then by slowdown).
   std::vector<size_t> order(r.jobs.size());
@@ -123,14 +124,16 @@ json FlowReportToJson(const sim::FlowReport& r, const model::Snapshot& snap, con
   for (uint32_t l = 0; l < r.drained_load_bps.size(); ++l) {
     const double before = Utilisation(r, l, r.baseline_load_bps[l]);
     const double after = r.link_down[l] ? 0.0 : Utilisation(r, l, r.drained_load_bps[l]);
-    if (std::abs(after - before) >= options.min_change || (r.link_down[l] && before > 0)) changed.push_back({l, before, after});
+    if (std::abs(after - before) >= options.min_change || (r.link_down[l] && before > 0))
+      changed.push_back({l, before, after});
   }
   const size_t links_changed = changed.size();
   std::stable_sort(changed.begin(), changed.end(), [](const Changed& a, const Changed& b) {
     double da = std::abs(a.after - a.before), db = std::abs(b.after - b.before);
     return da != db ? da > db : a.link < b.link;
   });
-  if (options.max_links >= 0 && changed.size() > static_cast<size_t>(options.max_links)) changed.resize(options.max_links);
+  if (options.max_links >= 0 && changed.size() > static_cast<size_t>(options.max_links))
+    changed.resize(options.max_links);
   json links = json::array();
   for (const Changed& c : changed) {
     Ends e = EndsOf(t, c.link);
@@ -146,14 +149,15 @@ json FlowReportToJson(const sim::FlowReport& r, const model::Snapshot& snap, con
   json hot = json::array();
   for (const sim::FlowLinkUse& h : r.hot_links) {
     Ends e = EndsOf(t, h.directed_link);
-    hot.push_back({{"from", e.from},
-                   {"to", e.to},
-                   {"link", e.link},
-                   {"utilisation", Round(h.utilisation, 1e-4)},
-                   {"baseline_utilisation", Round(Utilisation(r, h.directed_link, r.baseline_load_bps[h.directed_link]), 1e-4)},
-                   {"load_gbps", Round(h.load_bps / 1e9, 1e-6)},
-                   {"jobs", JobIds(snap, h.jobs, model::JobId())},
-                   {"job_count", h.job_count}});
+    hot.push_back(
+        {{"from", e.from},
+         {"to", e.to},
+         {"link", e.link},
+         {"utilisation", Round(h.utilisation, 1e-4)},
+         {"baseline_utilisation", Round(Utilisation(r, h.directed_link, r.baseline_load_bps[h.directed_link]), 1e-4)},
+         {"load_gbps", Round(h.load_bps / 1e9, 1e-6)},
+         {"jobs", JobIds(snap, h.jobs, model::JobId())},
+         {"job_count", h.job_count}});
   }
 
   const sim::FlowModelInfo& m = r.model;
@@ -207,11 +211,13 @@ std::string FlowReportText(const json& flow, int max_rows) {
   const json& s = flow.at("summary");
   const json& m = flow.at("model");
   out += fmt::format("flow-level: {} jobs, {} slowed, {} cut off, max slowdown {:.2f}%\n", s.at("jobs").get<size_t>(),
-                     s.at("jobs_slowed").get<int>(), s.at("jobs_cut_off").get<int>(), s.at("max_slowdown_pct").get<double>());
-  out += fmt::format("model: routing {} (seeds {}), goodput {}, latency {} us/hop + {} us/step, {} flows as {} aggregates\n\n",
-                     m.at("routing").get<std::string>(), m.at("seeds").get<int>(), m.at("goodput").get<double>(),
-                     m.at("per_hop_latency_s").get<double>() * 1e6, m.at("per_message_overhead_s").get<double>() * 1e6,
-                     m.at("flows").get<uint64_t>(), m.at("aggregates").get<size_t>());
+                     s.at("jobs_slowed").get<int>(), s.at("jobs_cut_off").get<int>(),
+                     s.at("max_slowdown_pct").get<double>());
+  out += fmt::format(
+      "model: routing {} (seeds {}), goodput {}, latency {} us/hop + {} us/step, {} flows as {} aggregates\n\n",
+      m.at("routing").get<std::string>(), m.at("seeds").get<int>(), m.at("goodput").get<double>(),
+      m.at("per_hop_latency_s").get<double>() * 1e6, m.at("per_message_overhead_s").get<double>() * 1e6,
+      m.at("flows").get<uint64_t>(), m.at("aggregates").get<size_t>());
 
   std::vector<const json*> jobs;
   for (const json& j : flow.at("jobs")) jobs.push_back(&j);
@@ -222,7 +228,8 @@ std::string FlowReportText(const json& flow, int max_rows) {
     };
     return key(a) > key(b);
   });
-  Table jt({"JOB", "SLOWDOWN", "COMM_MS_BEFORE", "COMM_MS_AFTER", "ITER_MS_BEFORE", "ITER_MS_AFTER", "BOTTLENECK", "SHARED_WITH"});
+  Table jt({"JOB", "SLOWDOWN", "COMM_MS_BEFORE", "COMM_MS_AFTER", "ITER_MS_BEFORE", "ITER_MS_AFTER", "BOTTLENECK",
+            "SHARED_WITH"});
   for (size_t i = 0; i < jobs.size() && static_cast<int>(i) < max_rows; ++i) {
     const json& j = *jobs[i];
     std::string bottleneck = "-", shared = "-";

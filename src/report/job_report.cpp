@@ -85,9 +85,8 @@ json FabricJson(const sim::FabricImpact& f, const model::Topology& t) {
   }
   json leaves = json::array();
   for (const sim::LeafUplinks& l : f.single_uplink_leaves) {
-    leaves.push_back({{"leaf", t.node(l.leaf).name},
-                      {"uplinks_before", l.uplinks_before},
-                      {"uplinks_after", l.uplinks_after}});
+    leaves.push_back(
+        {{"leaf", t.node(l.leaf).name}, {"uplinks_before", l.uplinks_before}, {"uplinks_after", l.uplinks_after}});
   }
   json domains = json::array();
   for (const sim::DomainTouch& d : f.domains) {
@@ -134,8 +133,8 @@ std::string JobAssessmentTable(const sim::JobAssessment& a, const model::Snapsho
                      a.gpus_affected, a.jobs_disconnected);
 
   if (a.jobs_affected > 0) {
-    Table table({"JOB", "TENANT", "PRIO", "GPUS", "CONNECTED", "PATHS", "MIN PATHS", "BANDWIDTH", "CROSSING",
-                 "CROSSED"});
+    Table table(
+        {"JOB", "TENANT", "PRIO", "GPUS", "CONNECTED", "PATHS", "MIN PATHS", "BANDWIDTH", "CROSSING", "CROSSED"});
     int rows = 0;
     for (model::JobId id : sim::RankJobs(a, *s.jobs)) {
       const sim::JobImpact& j = a.jobs[id.value];
@@ -148,9 +147,9 @@ std::string JobAssessmentTable(const sim::JobAssessment& a, const model::Snapsho
       std::vector<std::string> crossed;
       for (model::NodeId n : j.crossed_switches) crossed.push_back(t.node(n).name);
       for (model::LinkId l : j.crossed_links) crossed.push_back(t.LinkName(l));
-      table.Add({job.id, job.tenant.empty() ? "-" : job.tenant, std::to_string(job.priority),
-                 std::to_string(j.gpus), j.connected ? "yes" : "NO", Frac(j.path_fraction),
-                 Paths(j.min_paths_after), Frac(j.bandwidth_fraction), Pct(j.crossing_share), Join(crossed)});
+      table.Add({job.id, job.tenant.empty() ? "-" : job.tenant, std::to_string(job.priority), std::to_string(j.gpus),
+                 j.connected ? "yes" : "NO", Frac(j.path_fraction), Paths(j.min_paths_after),
+                 Frac(j.bandwidth_fraction), Pct(j.crossing_share), Join(crossed)});
     }
     out = out + table.Render();
     out += "\n";

@@ -53,9 +53,9 @@ std::string JobAssessmentTable(const sim::JobAssessment& assessment, const model
                                const model::Drain& drain, int max_rows = 50);
 
 // `max_jobs_per_candidate` caps each candidate's affected_jobs list (0 = all).
-nlohmann::json DrainCandidatesToJson(std::span<const sim::DrainCandidate> candidates,
-                                     const model::Snapshot& snapshot, int max_jobs_per_candidate = 20);
-std::string DrainCandidatesTable(std::span<const sim::DrainCandidate> candidates,
-                                 const model::Snapshot& snapshot, int max_rows = 50);
+nlohmann::json DrainCandidatesToJson(std::span<const sim::DrainCandidate> candidates, const model::Snapshot& snapshot,
+                                     int max_jobs_per_candidate = 20);
+std::string DrainCandidatesTable(std::span<const sim::DrainCandidate> candidates, const model::Snapshot& snapshot,
+                                 int max_rows = 50);
 
 }  // namespace drainwise::report

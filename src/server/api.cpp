@@ -16,9 +16,12 @@ using nlohmann::json;
 
 std::string_view AdmissionName(Admission admission) {
   switch (admission) {
-    case Admission::kInline: return "inline";
-    case Admission::kRead: return "read";
-    case Admission::kSimulation: return "simulation";
+    case Admission::kInline:
+      return "inline";
+    case Admission::kRead:
+      return "read";
+    case Admission::kSimulation:
+      return "simulation";
   }
   return "inline";
 }
@@ -119,9 +122,9 @@ RoutedRequest Api::Route(ApiRequest request) const {
     return rr;
   }
   std::string allowed = fmt::format("{}", fmt::join(allow, ", "));
-  rr.problem = routing::ProblemResponse(405, "method-not-allowed", "Method not allowed",
-                                        fmt::format("{} is not allowed on {}; allowed: {}", method, rr.path, allowed),
-                                        rr.path);
+  rr.problem =
+      routing::ProblemResponse(405, "method-not-allowed", "Method not allowed",
+                               fmt::format("{} is not allowed on {}; allowed: {}", method, rr.path, allowed), rr.path);
   rr.problem->headers.emplace_back("Allow", allowed);
   return rr;
 }
@@ -147,10 +150,10 @@ std::optional<ApiResponse> Api::Authorize(RoutedRequest& rr) const {
     return r;
   }
   if (static_cast<int>(who->role) < static_cast<int>(*need)) {
-    return ErrorResponse(Error{ErrorCode::kPermissionDenied,
-                               fmt::format("{} {} needs the {} role; token '{}' is {}", req.method, rr.path,
-                                           RoleName(*need), who->name, RoleName(who->role))},
-                         rr.path);
+    return ErrorResponse(
+        Error{ErrorCode::kPermissionDenied, fmt::format("{} {} needs the {} role; token '{}' is {}", req.method,
+                                                        rr.path, RoleName(*need), who->name, RoleName(who->role))},
+        rr.path);
   }
   return std::nullopt;
 }

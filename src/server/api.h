@@ -62,9 +62,9 @@ class KeysInFlight;
 struct Route {
   using Handler = ApiResponse (Api::*)(const RoutedRequest&);
 
-  std::string method;           // "GET", "PUT", "POST", "DELETE" (HEAD is served by GET rows)
-  std::string pattern;          // "/v1/assessments/{id}"; a {name} segment matches one non-empty segment
-  std::optional<Role> role;     // nullopt: open even with a tokens file
+  std::string method;        // "GET", "PUT", "POST", "DELETE" (HEAD is served by GET rows)
+  std::string pattern;       // "/v1/assessments/{id}"; a {name} segment matches one non-empty segment
+  std::optional<Role> role;  // nullopt: open even with a tokens file
   Admission admission = Admission::kRead;
   Handler handler = nullptr;
   std::string summary;
@@ -78,13 +78,13 @@ struct Route {
 // breaks a rule (400), names no route (404) or a route without that method
 // (405, with an Allow header).
 struct RoutedRequest {
-  ApiRequest request;                          // as received; the server may set request.stop after routing
-  const Route* route = nullptr;                // the matched row, or nullptr
-  std::string path;                            // percent-decoded, normalised: what the route matched
-  std::map<std::string, std::string> params;   // {name} segments of the pattern, decoded
-  std::map<std::string, std::string> query;    // decoded; repeated keys joined with commas
-  Admission admission = Admission::kInline;    // of the route; kInline for an unmatched request
-  std::optional<ApiResponse> problem;          // 400 / 404 / 405 when there is no route
+  ApiRequest request;                         // as received; the server may set request.stop after routing
+  const Route* route = nullptr;               // the matched row, or nullptr
+  std::string path;                           // percent-decoded, normalised: what the route matched
+  std::map<std::string, std::string> params;  // {name} segments of the pattern, decoded
+  std::map<std::string, std::string> query;   // decoded; repeated keys joined with commas
+  Admission admission = Admission::kInline;   // of the route; kInline for an unmatched request
+  std::optional<ApiResponse> problem;         // 400 / 404 / 405 when there is no route
   // Set by Api::Handle after authentication (COMMON.md): "<token name> (<role>)" when a bearer token
   // authenticated the request, else "anonymous (<peer address>)".
   std::string principal;
@@ -98,11 +98,11 @@ struct RoutedRequest {
 // Extension points the daemon plugs in (connectors, metrics): each returns
 // JSON for its route, or nothing when the feature is not configured.
 struct ApiHooks {
-  std::function<nlohmann::json()> sources;            // GET /v1/sources
-  std::function<bool(std::string*)> sources_ready;    // readyz: false + reason when a source is stale
+  std::function<nlohmann::json()> sources;          // GET /v1/sources
+  std::function<bool(std::string*)> sources_ready;  // readyz: false + reason when a source is stale
   // readyz: false + reason while the store cannot write (the store prober's last result; must not block).
   std::function<bool(std::string*)> store_writable;
-  std::function<std::string()> metrics;               // GET /metrics (text format)
+  std::function<std::string()> metrics;                                 // GET /metrics (text format)
   std::function<Result<nlohmann::json>(const ApiRequest&)> links;       // GET /v1/links
   std::function<Result<nlohmann::json>(const std::string&)> job_paths;  // GET /v1/jobs/{id}/paths
   // GET /v1/topology/drift: what the merged topology sources disagree on, as

@@ -11,9 +11,12 @@ namespace drainwise::server {
 
 std::string_view RoleName(Role role) {
   switch (role) {
-    case Role::kReader: return "reader";
-    case Role::kOperator: return "operator";
-    case Role::kAdmin: return "admin";
+    case Role::kReader:
+      return "reader";
+    case Role::kOperator:
+      return "operator";
+    case Role::kAdmin:
+      return "admin";
   }
   return "reader";
 }

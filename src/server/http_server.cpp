@@ -14,12 +14,12 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
 #include <boost/beast/ssl.hpp>
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 namespace drainwise::server {
 
@@ -240,7 +240,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void Run() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
       if constexpr (kTls) {
-        beast::get_lowest_layer(self->stream_).expires_after(std::chrono::seconds(self->server_->options.read_timeout_s));
+        beast::get_lowest_layer(self->stream_)
+            .expires_after(std::chrono::seconds(self->server_->options.read_timeout_s));
         self->stream_.async_handshake(net::ssl::stream_base::server, [self](beast::error_code ec) {
           if (ec) {
             self->server_->log->debug("{} TLS handshake: {}", self->peer_, ec.message());
@@ -291,9 +292,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         DisarmIdle();
         Pending p = FromHeader();
         p.keep_alive = false;
-        p.response = ErrorResponse(Error{ErrorCode::kUnavailable,
-                                         fmt::format("request bodies in flight would exceed {} bytes; retry shortly",
-                                                     server_->options.body_memory_limit_bytes)});
+        p.response = ErrorResponse(
+            Error{ErrorCode::kUnavailable, fmt::format("request bodies in flight would exceed {} bytes; retry shortly",
+                                                       server_->options.body_memory_limit_bytes)});
         pipeline_.push_back(std::move(p));
         return Pump();
       }
@@ -358,15 +359,15 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (ec == http::error::body_limit) {
       Pending p = FromHeader();
       p.keep_alive = false;
-      p.response = ErrorResponse(Error{ErrorCode::kTooLarge, fmt::format("request body exceeds {} bytes",
-                                                                        server_->options.body_limit_bytes)});
+      p.response = ErrorResponse(
+          Error{ErrorCode::kTooLarge, fmt::format("request body exceeds {} bytes", server_->options.body_limit_bytes)});
       pipeline_.push_back(std::move(p));
       return Pump();
     }
-    const bool gone = ec == http::error::end_of_stream || ec == http::error::partial_message ||
-                      ec == net::error::eof || ec == net::error::connection_reset ||
-                      ec == net::error::operation_aborted || ec == net::error::bad_descriptor ||
-                      ec == beast::error::timeout || ec == net::ssl::error::stream_truncated;
+    const bool gone = ec == http::error::end_of_stream || ec == http::error::partial_message || ec == net::error::eof ||
+                      ec == net::error::connection_reset || ec == net::error::operation_aborted ||
+                      ec == net::error::bad_descriptor || ec == beast::error::timeout ||
+                      ec == net::ssl::error::stream_truncated;
     if (!gone && parser_ && parser_->got_some()) {
       Pending p = parser_->is_header_done() ? FromHeader() : Pending{};
       if (p.method.empty()) p.method = p.target = "-";
@@ -441,9 +442,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     // Bounded queue per lane: refuse rather than pile up.
     if (count.fetch_add(1) >= limit) {
       count.fetch_sub(1);
-      p.response = ErrorResponse(Error{
-          ErrorCode::kUnavailable,
-          fmt::format("{} {} already queued; retry shortly", limit, sim ? "simulations" : "bulk reads")});
+      p.response =
+          ErrorResponse(Error{ErrorCode::kUnavailable, fmt::format("{} {} already queued; retry shortly", limit,
+                                                                   sim ? "simulations" : "bulk reads")});
       p.routed = RoutedRequest{};
       p.body.reset();
       return;
@@ -468,9 +469,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         HttpServer::Impl* s = self->server_;
         (sim ? s->sim_queued : s->read_queued).fetch_sub(1);
         s->pooled_in_flight.fetch_sub(1);
-        pending->response = ErrorResponse(Error{
-            ErrorCode::kDeadlineExceeded,
-            fmt::format("request waited past the {} s deadline for a worker", s->options.assessment_deadline_s)});
+        pending->response = ErrorResponse(
+            Error{ErrorCode::kDeadlineExceeded,
+                  fmt::format("request waited past the {} s deadline for a worker", s->options.assessment_deadline_s)});
         self->Pump();
       }
     });
@@ -487,8 +488,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       body.reset();
       if (res.status == 499) {
         if (control->deadline_hit) {
-          res = ErrorResponse(Error{ErrorCode::kDeadlineExceeded,
-                                    fmt::format("request exceeded the {} s deadline", s->options.assessment_deadline_s)});
+          res = ErrorResponse(Error{ErrorCode::kDeadlineExceeded, fmt::format("request exceeded the {} s deadline",
+                                                                              s->options.assessment_deadline_s)});
         } else if (s->stopped) {
           res = ErrorResponse(Error{ErrorCode::kUnavailable, "the daemon is shutting down"});
         }
@@ -563,8 +564,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       const int phase = control->phase;
       if (ec || phase == RequestControl::kAbandoned || phase == RequestControl::kAnswered) return;
       char byte;
-      ssize_t n = ::recv(beast::get_lowest_layer(self->stream_).socket().native_handle(), &byte, 1,
-                         MSG_PEEK | MSG_DONTWAIT);
+      ssize_t n =
+          ::recv(beast::get_lowest_layer(self->stream_).socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
         if (!control->stop.stop_requested()) {
           self->server_->log->info("{} went away: cancelling its simulation", self->peer_);
@@ -608,9 +609,8 @@ void DoAccept(HttpServer::Impl* s);
 // connection stays in the backlog, so re-arming at once would spin. Wait
 // 10 ms, doubling up to 500 ms, and log at most one line a second.
 void OnAcceptError(HttpServer::Impl* s, const beast::error_code& ec) {
-  s->accept_backoff = s->accept_backoff.count() == 0
-                          ? std::chrono::milliseconds(10)
-                          : std::min(s->accept_backoff * 2, std::chrono::milliseconds(500));
+  s->accept_backoff = s->accept_backoff.count() == 0 ? std::chrono::milliseconds(10)
+                                                     : std::min(s->accept_backoff * 2, std::chrono::milliseconds(500));
   auto now = Clock::now();
   if (now - s->accept_logged_at >= std::chrono::seconds(1)) {
     if (s->accept_unlogged > 0) {

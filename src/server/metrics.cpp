@@ -11,10 +11,14 @@ namespace {
 std::string Escape(const std::string& v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out.push_back(c);
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out.push_back(c);
   }
   return out;
 }
@@ -93,7 +97,8 @@ std::string Metrics::Render() {
     if (!f.help.empty()) out += fmt::format("# HELP {} {}\n", name, f.help);
     out += fmt::format("# TYPE {} {}\n", name, f.type);
     for (const auto& [labels, v] : f.values) {
-      out += labels.empty() ? fmt::format("{} {}\n", name, Number(v)) : fmt::format("{}{{{}}} {}\n", name, labels, Number(v));
+      out += labels.empty() ? fmt::format("{} {}\n", name, Number(v))
+                            : fmt::format("{}{{{}}} {}\n", name, labels, Number(v));
     }
     for (const auto& [labels, h] : f.histograms) {
       uint64_t cumulative = 0;

@@ -11,8 +11,7 @@ namespace drainwise::server {
 
 namespace {
 int64_t Now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 }  // namespace
 
@@ -121,8 +120,8 @@ Result<bool> State::LoadLatest() {
   auto drains = ReadDrainsLocked();
   if (!drains) return tl::unexpected(drains.error());
   // One publication: the stored snapshot with its drains.
-  auto snap = model::MakeSnapshot(std::make_shared<const model::Topology>(std::move(*topo)),
-                                  (*topo_doc)->info.version, jobs, jobs_version);
+  auto snap = model::MakeSnapshot(std::make_shared<const model::Topology>(std::move(*topo)), (*topo_doc)->info.version,
+                                  jobs, jobs_version);
   ServingView next = *view();
   next.snapshot = std::move(snap);
   next.published_at = Now();
@@ -149,8 +148,8 @@ Result<PutOutcome> State::PutTopology(const nlohmann::json& doc, const std::stri
   if (!put->created && current && current->topology_version == put->version) {
     return PutOutcome{put->version, false, current->dropped_jobs, current};
   }
-  auto out = PublishSnapshotLocked(std::make_shared<const model::Topology>(std::move(*topo)), put->version,
-                                   jobs_spec_, current ? current->jobs_version : 0);
+  auto out = PublishSnapshotLocked(std::make_shared<const model::Topology>(std::move(*topo)), put->version, jobs_spec_,
+                                   current ? current->jobs_version : 0);
   if (!out) return out;
   out->version = put->version;
   out->created = put->created;
@@ -228,8 +227,7 @@ Result<PutOutcome> State::PutBothLocked(const nlohmann::json& topology_doc, cons
 }
 
 Result<PutOutcome> State::PutSpecs(const model::TopologySpec* topology, const model::JobsSpec* jobs,
-                                   const std::string& source,
-                                   std::map<std::string, std::vector<std::string>> drift) {
+                                   const std::string& source, std::map<std::string, std::vector<std::string>> drift) {
   // The documents a connector leaves out are the current ones as of the
   // writer lock, not as of some earlier read: a PUT /v1/jobs that landed in
   // between is kept, never overwritten with the jobs it replaced.

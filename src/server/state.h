@@ -72,15 +72,13 @@ class State {
   Result<PutOutcome> PutJobs(const nlohmann::json& doc, const std::string& source);
   // Both at once (a connector or the demo): topology first, then jobs; jobs
   // that do not resolve are dropped, not rejected.
-  Result<PutOutcome> PutBoth(const nlohmann::json& topology, const nlohmann::json& jobs,
-                             const std::string& source);
+  Result<PutOutcome> PutBoth(const nlohmann::json& topology, const nlohmann::json& jobs, const std::string& source);
   // From connectors: either document may be absent (keep the current one,
   // as of when the writer lock is taken). Lenient like PutBoth.
   // `drift`, when given with a topology, is what the connectors' sources
   // disagree on about it; it is published with that topology version.
   Result<PutOutcome> PutSpecs(const model::TopologySpec* topology, const model::JobsSpec* jobs,
-                              const std::string& source,
-                              std::map<std::string, std::vector<std::string>> drift = {});
+                              const std::string& source, std::map<std::string, std::vector<std::string>> drift = {});
 
   // Re-reads the drains in progress from the store and publishes them,
   // resolved against the current topology (a drain whose elements vanished
@@ -120,10 +118,10 @@ class State {
   Result<std::vector<ActiveDrain>> ReadDrainsLocked();
 
   store::Store* store_;
-  std::mutex write_mu_;  // the single writer: validate, store, publish
-  model::JobsSpec jobs_spec_;  // the jobs document of the current snapshot (GUARDED_BY write_mu_)
+  std::mutex write_mu_;                // the single writer: validate, store, publish
+  model::JobsSpec jobs_spec_;          // the jobs document of the current snapshot (GUARDED_BY write_mu_)
   LinkStateSource link_state_source_;  // GUARDED_BY write_mu_
-  mutable std::mutex view_mu_;  // guards view_ (the pointer only)
+  mutable std::mutex view_mu_;         // guards view_ (the pointer only)
   ViewPtr view_;
 };
 

@@ -110,9 +110,7 @@ constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
+  Stmt(sqlite3* db, const char* sql) : db_(db) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
   ~Stmt() { sqlite3_finalize(stmt_); }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
@@ -131,13 +129,17 @@ class Stmt {
     return *this;
   }
   Stmt& Bind(int i, std::optional<int64_t> v) {
-    if (v) sqlite3_bind_int64(stmt_, i, *v);
-    else sqlite3_bind_null(stmt_, i);
+    if (v)
+      sqlite3_bind_int64(stmt_, i, *v);
+    else
+      sqlite3_bind_null(stmt_, i);
     return *this;
   }
   Stmt& BindNullIfEmpty(int i, const std::string& v) {
-    if (v.empty()) sqlite3_bind_null(stmt_, i);
-    else Bind(i, v);
+    if (v.empty())
+      sqlite3_bind_null(stmt_, i);
+    else
+      Bind(i, v);
     return *this;
   }
   // SQLITE_ROW, SQLITE_DONE or an error code.
@@ -164,9 +166,7 @@ tl::unexpected<Error> DbError(sqlite3* db, std::string_view what) {
 }
 
 int64_t NowSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 constexpr const char* kAssessmentColumns =
@@ -195,10 +195,14 @@ AssessmentRecord ReadAssessment(const Stmt& s) {
 
 std::string_view DocKindName(DocKind kind) {
   switch (kind) {
-    case DocKind::kTopology: return "topology";
-    case DocKind::kJobs: return "jobs";
-    case DocKind::kPolicy: return "policy";
-    case DocKind::kCalibration: return "calibration";
+    case DocKind::kTopology:
+      return "topology";
+    case DocKind::kJobs:
+      return "jobs";
+    case DocKind::kPolicy:
+      return "policy";
+    case DocKind::kCalibration:
+      return "calibration";
   }
   return "topology";
 }
@@ -264,8 +268,7 @@ Result<int> LockDatabase(const std::string& db, const std::string& listen) {
                                    "one daemon per database; stop that one or point --db elsewhere",
                                    db, holder.empty() ? "pid not yet recorded" : holder, lock_path));
     }
-    return MakeError(ErrorCode::kIo,
-                     fmt::format("database {}: cannot lock {}: {}", db, lock_path, std::strerror(err)));
+    return MakeError(ErrorCode::kIo, fmt::format("database {}: cannot lock {}: {}", db, lock_path, std::strerror(err)));
   }
   if (auto st = WriteLockHolder(fd, db, listen); !st) {
     ::close(fd);
@@ -287,8 +290,8 @@ Store::~Store() {
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
   if (options.idempotency_ttl_s < 1) {
-    return InvalidArgument(fmt::format("database {}: idempotency_ttl_s must be >= 1, got {}", path,
-                                       options.idempotency_ttl_s));
+    return InvalidArgument(
+        fmt::format("database {}: idempotency_ttl_s must be >= 1, got {}", path, options.idempotency_ttl_s));
   }
   if (options.keep_versions < 0) {
     return InvalidArgument(fmt::format("database {}: keep_versions must be >= 0, got {}", path, options.keep_versions));
@@ -302,8 +305,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions
     lock_fd = *fd;
   }
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);
@@ -327,9 +330,9 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions
     // mutex of a long read or write on the main one.
     rc = sqlite3_open_v2(path.c_str(), &store->probe_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, nullptr);
     if (rc != SQLITE_OK) {
-      return MakeError(ErrorCode::kIo, fmt::format("database {}: cannot open a second connection: {}", path,
-                                                   store->probe_db_ ? sqlite3_errmsg(store->probe_db_)
-                                                                    : sqlite3_errstr(rc)));
+      return MakeError(ErrorCode::kIo,
+                       fmt::format("database {}: cannot open a second connection: {}", path,
+                                   store->probe_db_ ? sqlite3_errmsg(store->probe_db_) : sqlite3_errstr(rc)));
     }
     sqlite3_busy_timeout(store->probe_db_, store->options_.probe_timeout_ms);
     char* err = nullptr;
@@ -398,10 +401,9 @@ Status Store::Migrate() {
     current = static_cast<int>(s.Int(0));
   }
   if (current > kSchemaVersion) {
-    return MakeError(ErrorCode::kIo,
-                     fmt::format("database schema version {} is newer than this drainwise ({}); "
-                                 "upgrade drainwise or point --db elsewhere",
-                                 current, kSchemaVersion));
+    return MakeError(ErrorCode::kIo, fmt::format("database schema version {} is newer than this drainwise ({}); "
+                                                 "upgrade drainwise or point --db elsewhere",
+                                                 current, kSchemaVersion));
   }
   for (int v = current + 1; v <= kSchemaVersion; ++v) {
     if (auto st = Exec("BEGIN IMMEDIATE;"); !st) return st;
@@ -497,9 +499,7 @@ DocumentInfo ReadDocInfo(const Stmt& s) {
 }
 }  // namespace
 
-Result<std::optional<Document>> Store::LatestDocument(DocKind kind) {
-  return GetDocument(kind, 0);
-}
+Result<std::optional<Document>> Store::LatestDocument(DocKind kind) { return GetDocument(kind, 0); }
 
 Result<std::optional<Document>> Store::GetDocument(DocKind kind, int64_t version) {
   std::lock_guard lock(mu_);
@@ -558,9 +558,9 @@ Status Store::PutAssessment(const AssessmentRecord& r) {
     s.Bind(1, r.principal).Bind(2, r.idempotency_key).Bind(3, now - options_.idempotency_ttl_s);
     int rc = s.Step();
     if (rc == SQLITE_ROW) {
-      return rollback(MakeError(ErrorCode::kConflict,
-                                fmt::format("idempotency key '{}' of {} is in use by '{}'", r.idempotency_key,
-                                            r.principal.empty() ? "this client" : r.principal, s.Text(0))));
+      return rollback(
+          MakeError(ErrorCode::kConflict, fmt::format("idempotency key '{}' of {} is in use by '{}'", r.idempotency_key,
+                                                      r.principal.empty() ? "this client" : r.principal, s.Text(0))));
     }
     if (rc != SQLITE_DONE) return rollback(DbError(db_, "reading idempotency key"));
   }

@@ -36,11 +36,11 @@ std::string_view DocKindName(DocKind kind);
 struct DocumentInfo {
   DocKind kind = DocKind::kTopology;
   int64_t version = 0;
-  std::string source;      // "api", "demo", "file:/etc/…", "netbox:prod"...
-  int64_t created_at = 0;  // unix seconds
-  std::string hash;        // content hash: a refresh that changes nothing is not a new version
-  int64_t items = 0;       // nodes / jobs / rules
-  int64_t links = 0;       // topology only
+  std::string source;       // "api", "demo", "file:/etc/…", "netbox:prod"...
+  int64_t created_at = 0;   // unix seconds
+  std::string hash;         // content hash: a refresh that changes nothing is not a new version
+  int64_t items = 0;        // nodes / jobs / rules
+  int64_t links = 0;        // topology only
   std::string principal{};  // who stored it through the API; "" for the daemon itself (demo, sources)
 };
 
@@ -57,10 +57,10 @@ struct AssessmentRecord {
   std::string requested_by;
   int64_t topology_version = 0;
   int64_t jobs_version = 0;
-  std::string verdict;  // allow | warn | deny, or "" when no verdict
+  std::string verdict;          // allow | warn | deny, or "" when no verdict
   std::string idempotency_key;  // "" = none; else PutAssessment records (principal, key)
-  std::string request;  // JSON
-  std::string result;   // JSON
+  std::string request;          // JSON
+  std::string result;           // JSON
   std::string principal{};
   std::string idempotency_fingerprint{};  // hash of method + path + body, stored with the key
 };
@@ -95,9 +95,9 @@ struct ObservationRecord {
   std::string job_id;
   int64_t observed_at = 0;
   double iteration_s = 0;
-  double predicted_s = 0;   // prediction for the same conditions, 0 when none
-  std::string drain_key;    // "" for undrained
-  std::string body;         // JSON as received
+  double predicted_s = 0;  // prediction for the same conditions, 0 when none
+  std::string drain_key;   // "" for undrained
+  std::string body;        // JSON as received
 };
 
 struct StoreOptions {

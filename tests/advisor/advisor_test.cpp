@@ -49,9 +49,15 @@ json Jobs(int priority) {
   json iteration = {{"compute_ms", 100}, {"collectives", {{{"kind", "allreduce"}, {"bytes", 1e9}}}}};
   return {{"format", "drainwise.jobs/v1"},
           {"jobs",
-           {{{"id", "critical"}, {"priority", priority}, {"hosts", {"h0", "h2"}}, {"iteration", iteration},
+           {{{"id", "critical"},
+             {"priority", priority},
+             {"hosts", {"h0", "h2"}},
+             {"iteration", iteration},
              {"checkpoint", {{"interval_s", 600}, {"restart_cost_s", 120}}}},
-            {{"id", "batch"}, {"priority", 0}, {"hosts", {"h1", "h3"}}, {"iteration", iteration},
+            {{"id", "batch"},
+             {"priority", 0},
+             {"hosts", {"h1", "h3"}},
+             {"iteration", iteration},
              {"expected_end", "2026-12-01T06:00:00Z"}}}}};
 }
 
@@ -152,7 +158,8 @@ TEST_CASE("an unused switch is allowed with no impact") {
 TEST_CASE("two switches on one power feed are denied by the fabric rule, and no migration is offered for it") {
   auto snap = testing::SnapshotFromJson(ThreeLeaves(), Jobs(0));
   advisor::Advisor adv({});
-  auto a = adv.Assess(Ctx(snap), DrainReq(*snap->topology, {{"switches", {"spine0", "spine1"}}}, false), DefaultPolicy());
+  auto a =
+      adv.Assess(Ctx(snap), DrainReq(*snap->topology, {{"switches", {"spine0", "spine1"}}}, false), DefaultPolicy());
   REQUIRE(a.has_value());
   CHECK(a->scenario.verdict.decision == policies::Decision::kDeny);
   CHECK(HasReason(a->scenario.verdict, "power-domain"));
@@ -268,7 +275,8 @@ TEST_CASE("alternatives are ranked safest first") {
   auto snap = testing::SnapshotFromJson(ThreeLeaves(), Jobs(100));
   advisor::Advisor adv({});
   advisor::Request req;
-  for (auto s : {"leaf0", "leaf2", "spine0"}) req.any_of.push_back(testing::DrainOf(*snap->topology, {{"switches", {s}}}));
+  for (auto s : {"leaf0", "leaf2", "spine0"})
+    req.any_of.push_back(testing::DrainOf(*snap->topology, {{"switches", {s}}}));
   auto a = adv.Assess(Ctx(snap), req, DefaultPolicy());
   REQUIRE(a.has_value());
   std::vector<std::string> order;

@@ -54,7 +54,8 @@ TEST_CASE("calibration round trip: observations made with known parameters are f
   truth.goodput = 0.88;
   truth.per_hop_latency_s = 2.5e-6;
   truth.per_message_overhead_s = 12e-6;
-  std::vector<model::Drain> drains = {{}, testing::DrainOf(topo, {{"switches", {"p0-spine1"}}}),
+  std::vector<model::Drain> drains = {{},
+                                      testing::DrainOf(topo, {{"switches", {"p0-spine1"}}}),
                                       testing::DrainOf(topo, {{"switches", {"p0-leaf0-r1"}}}),
                                       testing::DrainOf(topo, {{"switches", {"ss0-0", "ss1-1"}}})};
   std::vector<advisor::Observation> obs;
@@ -94,9 +95,8 @@ TEST_CASE("observed iteration times: finite, positive, at most 1e6 s; the error 
   struct Case {
     double v;
     bool ok;
-  } cases[] = {{1.0, true},       {1e-9, true},      {1e6, true},        {0.0, false},
-               {-1.0, false},     {1e6 + 1, false},  {1e308, false},     {INFINITY, false},
-               {-INFINITY, false}, {NAN, false}};
+  } cases[] = {{1.0, true},      {1e-9, true},   {1e6, true},       {0.0, false},       {-1.0, false},
+               {1e6 + 1, false}, {1e308, false}, {INFINITY, false}, {-INFINITY, false}, {NAN, false}};
   for (const auto& c : cases) {
     CAPTURE(c.v);
     auto st = advisor::CheckObservedIteration(c.v, "observations[3].iteration_s");

@@ -48,7 +48,8 @@ TEST_CASE("topology and jobs documents round-trip") {
 }
 
 TEST_CASE("drain documents") {
-  auto d = codec::ParseDrain({{"switches", {"spine-1"}}, {"links", {{{"a", "leaf-1"}, {"b", "spine-2"}, {"a_port", "up3"}}}}});
+  auto d = codec::ParseDrain(
+      {{"switches", {"spine-1"}}, {"links", {{{"a", "leaf-1"}, {"b", "spine-2"}, {"a_port", "up3"}}}}});
   REQUIRE(d.has_value());
   CHECK(d->switches == std::vector<std::string>{"spine-1"});
   CHECK(d->links[0].a_port == "up3");

@@ -6,8 +6,8 @@
 #include <google/protobuf/io/gzip_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
-#include "proto/chakra_et.pb.h"  // generated from connectors/proto/chakra_et.proto
 #include "connectors/chakra.h"
+#include "proto/chakra_et.pb.h"  // generated from connectors/proto/chakra_et.proto
 #include "test_data.h"
 
 namespace drainwise::connectors {

@@ -21,7 +21,6 @@ namespace {
 using nlohmann::json;
 using testdata::ReadText;
 
-
 std::string SqueueOnTheseHosts() {
   // The fixture's running job, moved onto the hosts this NetBox knows.
   json doc = json::parse(ReadText("fixtures/squeue.json"));

@@ -45,7 +45,8 @@ TEST_CASE("gnmic events: several documents one after another merge per interface
   CHECK(*i.time_s == doctest::Approx(2));
 
   auto bad = ParseGnmicEvents(
-      R"([{"tags":{"interface_name":"e0","source":"x"},"values":{"/interfaces/interface/state/counters/in-octets":"lots"}}])", {}, 0);
+      R"([{"tags":{"interface_name":"e0","source":"x"},"values":{"/interfaces/interface/state/counters/in-octets":"lots"}}])",
+      {}, 0);
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().message ==
         "gnmic events: [0].values[\"/interfaces/interface/state/counters/in-octets\"]: expected a counter (number or "

@@ -131,7 +131,8 @@ TEST_CASE("hostlist budget bounds a whole document") {
 // expanded to 810,918 host names of ~60 bytes (13 s, 1.6 GB under the
 // fuzzer). Its first range alone, 0-90100, is past Slurm's 64K bound.
 TEST_CASE("topology.conf: the exploding Nodes= line of issue 13 is refused, naming the line") {
-  auto t = ParseSlurmTopologyConf(testdata::ReadText("fuzz-regressions/slurm-topology/timeout-hostlist-explosion-issue13"));
+  auto t =
+      ParseSlurmTopologyConf(testdata::ReadText("fuzz-regressions/slurm-topology/timeout-hostlist-explosion-issue13"));
   REQUIRE_FALSE(t.has_value());
   CHECK(t.error().code == ErrorCode::kInvalidArgument);
   CHECK(t.error().message.rfind("topology.conf line 2: Nodes: hostlist 'gp", 0) == 0);

@@ -37,7 +37,7 @@ TEST_CASE("kubernetes: only running, scheduled, live pods; hosts in pod order; s
   // worker-2 (gpu001), worker-3 (gpu001), worker-10 (gpu002) in natural order;
   // worker-4 is Pending, worker-5 is being deleted.
   CHECK(a.hosts == std::vector<std::string>{"gpu001", "gpu002"});
-  CHECK(a.gpus_per_host == 8);  // two pods x 4 GPUs on gpu001
+  CHECK(a.gpus_per_host == 8);                                        // two pods x 4 GPUs on gpu001
   CHECK(a.labels.count("training.kubeflow.org/replica-index") == 0);  // differs between pods
   CHECK(a.labels.at("team") == "nlp");
   // The same job name in another namespace is another job.

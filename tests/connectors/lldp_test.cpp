@@ -90,7 +90,8 @@ TEST_CASE("lldp reports merge into links seen once, tiers from name patterns") {
   CHECK(model::BuildTopology(*t).has_value());
 
   // A host seeing two leaves (the multi fixture) links to both.
-  std::map<std::string, std::vector<LldpNeighbor>> multi = {{"gpu002", *ParseLldpctl(ReadJson("fixtures/lldpctl_multi.json"))}};
+  std::map<std::string, std::vector<LldpNeighbor>> multi = {
+      {"gpu002", *ParseLldpctl(ReadJson("fixtures/lldpctl_multi.json"))}};
   auto t2 = MergeLldpReports(multi);
   REQUIRE(t2.has_value());
   CHECK(t2->links.size() == 2);
@@ -99,7 +100,6 @@ TEST_CASE("lldp reports merge into links seen once, tiers from name patterns") {
   auto unnamed = MergeLldpReports({{"", {}}});
   REQUIRE_FALSE(unnamed.has_value());
 }
-
 
 // A GPU server cabled to SONiC: four rail NICs to LEAF01..LEAF04 (upper
 // case), a storage switch on eno1, one neighbour without a system name.
@@ -162,7 +162,7 @@ TEST_CASE("lldp: tiers from structure; a disagreeing name is a warning; names ma
   std::map<std::string, std::string> tier;
   for (const auto& node : t->nodes) tier[node.id] = node.tier;
   CHECK(tier.at("SW-A") == "leaf");
-  CHECK(tier.at("x-up") == "spine");  // structure wins over the hint...
+  CHECK(tier.at("x-up") == "spine");   // structure wins over the hint...
   REQUIRE(diag.warnings.size() == 1);  // ...and the conflict is named
   CHECK(diag.warnings[0].item == "switch x-up");
 }

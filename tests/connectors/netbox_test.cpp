@@ -108,7 +108,7 @@ TEST_CASE("netbox 3.x bundle: device_role, integer nested cables, null speeds, l
   const auto* gpu1 = FindNode(*t, "gpu001");
   REQUIRE(gpu1);
   CHECK(gpu1->kind == model::NodeKind::kHost);
-  CHECK(gpu1->gpus == 4);  // custom field
+  CHECK(gpu1->gpus == 4);                    // custom field
   CHECK(FindNode(*t, "gpu005")->gpus == 8);  // custom field null -> default
   CHECK(FindNode(*t, "spine-01")->tier == "spine");
   CHECK(FindNode(*t, "spine-01")->domains.count("rack") == 0);
@@ -257,7 +257,8 @@ TEST_CASE("netbox: an empty fabric names the roles role_tiers does not know") {
   REQUIRE_FALSE(t.has_value());
   CHECK(t.error().message ==
         "netbox: 0 of 1 cable terminations gave a fabric link: 1 joined two devices whose roles role_tiers does not "
-        "name (roles seen: '" + (*devices)[0].role + "' ×1, 'spine' ×1; role_tiers: fabric-leaf, fabric-spine)");
+        "name (roles seen: '" +
+            (*devices)[0].role + "' ×1, 'spine' ×1; role_tiers: fabric-leaf, fabric-spine)");
 
   auto none = BuildNetboxTopology(*devices, *interfaces, {}, o);
   REQUIRE_FALSE(none.has_value());

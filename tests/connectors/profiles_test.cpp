@@ -120,7 +120,8 @@ TEST_CASE("profile rule errors name the field") {
   auto bad_kind = ParseProfileRules(json::parse(
       R"({"rules": [{"match": {"partition": "x"}, "iteration": {"collectives": [{"kind": "allsum", "bytes": 1}]}}]})"));
   REQUIRE_FALSE(bad_kind.has_value());
-  CHECK(bad_kind.error().message.find("profiles.rules[0].iteration.collectives[0].kind: unknown collective 'allsum'") == 0);
+  CHECK(bad_kind.error().message.find("profiles.rules[0].iteration.collectives[0].kind: unknown collective 'allsum'") ==
+        0);
   auto empty_rule = ParseProfileRules(json::parse(R"({"rules": [{"match": {"a": "b"}}]})"));
   REQUIRE_FALSE(empty_rule.has_value());
   CHECK(empty_rule.error().message == "profiles.rules[0]: needs \"chakra\" or \"iteration\"");

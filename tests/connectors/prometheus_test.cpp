@@ -130,10 +130,12 @@ TEST_CASE("prometheus /api/v1/query vector result") {
   CHECK(*c->interfaces[0].time_s == doctest::Approx(1718012345.5));
   CHECK_FALSE(*c->interfaces[0].oper_up);  // ifOperStatus 2 = down
 
-  auto err = ParsePrometheusQuery(json::parse(R"({"status": "error", "errorType": "bad_data", "error": "parse error"})"));
+  auto err =
+      ParsePrometheusQuery(json::parse(R"({"status": "error", "errorType": "bad_data", "error": "parse error"})"));
   REQUIRE_FALSE(err.has_value());
   CHECK(err.error().message == "prometheus query: status: 'error': parse error");
-  auto scalar = ParsePrometheusQuery(json::parse(R"({"status": "success", "data": {"resultType": "scalar", "result": [1, "2"]}})"));
+  auto scalar = ParsePrometheusQuery(
+      json::parse(R"({"status": "success", "data": {"resultType": "scalar", "result": [1, "2"]}})"));
   REQUIRE_FALSE(scalar.has_value());
   CHECK(scalar.error().message == "prometheus query: data.resultType: 'scalar' (expected vector or matrix)");
   auto matrix = ParsePrometheusQuery(json::parse(

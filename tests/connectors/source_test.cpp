@@ -28,12 +28,14 @@ SourceConfig Config(const json& j) {
 }
 
 TEST_CASE("source config: fields, defaults, kind options") {
-  auto c = Config({{"name", "nb"},
-                   {"kind", "netbox"},
-                   {"url", "https://netbox.example.net"},
-                   {"refresh_s", 30},
-                   {"token_env", "NETBOX_TOKEN"},
-                   {"options", {{"role_tiers", {{"tor", "leaf"}, {"spine", "spine"}}}, {"filter", "site=dc1"}, {"default_gbps", 100}}}});
+  auto c = Config(
+      {{"name", "nb"},
+       {"kind", "netbox"},
+       {"url", "https://netbox.example.net"},
+       {"refresh_s", 30},
+       {"token_env", "NETBOX_TOKEN"},
+       {"options",
+        {{"role_tiers", {{"tor", "leaf"}, {"spine", "spine"}}}, {"filter", "site=dc1"}, {"default_gbps", 100}}}});
   CHECK(c.name == "nb");
   CHECK(c.kind == "netbox");
   CHECK(c.refresh_s == 30);
@@ -46,7 +48,9 @@ TEST_CASE("source config: fields, defaults, kind options") {
   CHECK(c.netbox_filter == "site=dc1");
   CHECK(c.Location() == "url https://netbox.example.net");
 
-  auto k = Config({{"name", "k8s"}, {"kind", "kubernetes"}, {"command", "kubectl get pods -A -o json"},
+  auto k = Config({{"name", "k8s"},
+                   {"kind", "kubernetes"},
+                   {"command", "kubectl get pods -A -o json"},
                    {"options", {{"job_labels", {"app.kubernetes.io/instance"}}}}});
   CHECK(k.kubernetes.job_labels == std::vector<std::string>{"app.kubernetes.io/instance"});
   CHECK(k.refresh_s == 60);
@@ -64,16 +68,21 @@ TEST_CASE("source config errors name the field") {
   };
   const Case cases[] = {
       {{{"name", "a"}, {"kind", "netbox"}}, "source: exactly one of url, path, command is required"},
-      {{{"name", "a"}, {"kind", "netbox"}, {"url", "http://x"}, {"path", "/y"}}, "source: exactly one of url, path, command is required"},
+      {{{"name", "a"}, {"kind", "netbox"}, {"url", "http://x"}, {"path", "/y"}},
+       "source: exactly one of url, path, command is required"},
       {{{"name", "a"}, {"kind", "ldap"}, {"path", "/y"}},
-       "source.kind: unknown kind 'ldap' (netbox, lldp, slurm-topology, slurm, kubernetes, prometheus, gnmi, chakra, native, "
+       "source.kind: unknown kind 'ldap' (netbox, lldp, slurm-topology, slurm, kubernetes, prometheus, gnmi, chakra, "
+       "native, "
        "containerlab, networkx, batfish)"},
-      {{{"name", "a"}, {"kind", "slurm"}, {"url", "ftp://x"}}, "source.url: url 'ftp://x': expected http:// or https://"},
+      {{{"name", "a"}, {"kind", "slurm"}, {"url", "ftp://x"}},
+       "source.url: url 'ftp://x': expected http:// or https://"},
       {{{"name", "a"}, {"kind", "slurm"}, {"path", "/x"}, {"refresh_s", 0}}, "source.refresh_s: must be > 0"},
-      {{{"name", "a"}, {"kind", "slurm"}, {"path", "/x"}, {"options", {{"bogus", 1}}}}, "source.options.bogus: unknown field"},
+      {{{"name", "a"}, {"kind", "slurm"}, {"path", "/x"}, {"options", {{"bogus", 1}}}},
+       "source.options.bogus: unknown field"},
       {{{"name", "a"}, {"kind", "netbox"}, {"path", "/x"}, {"options", {{"role_tiers", {{"leaf", {1}}}}}}},
        "source.options.role_tiers.leaf: expected a string"},
-      {{{"name", "a b"}, {"kind", "slurm"}, {"path", "/x"}}, "source.name: 'a b': use letters, digits, '-', '_' and '.'"},
+      {{{"name", "a b"}, {"kind", "slurm"}, {"path", "/x"}},
+       "source.name: 'a b': use letters, digits, '-', '_' and '.'"},
       {{{"name", "a"}, {"kind", "slurm"}, {"path", "/x"}, {"token_env", "A"}, {"token_file", "/t"}},
        "source.token_file: give token_env or token_file, not both"},
       {{{"name", "a"}, {"kind", "slurm"}, {"path", "/x"}, {"urll", "x"}}, "source.urll: unknown field"},
@@ -84,12 +93,12 @@ TEST_CASE("source config errors name the field") {
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().message == c.message);
   }
-  auto dup = ParseSourceConfigs(json::array({{{"name", "a"}, {"kind", "slurm"}, {"path", "/x"}},
-                                             {{"name", "a"}, {"kind", "native"}, {"path", "/y"}}}));
+  auto dup = ParseSourceConfigs(json::array(
+      {{{"name", "a"}, {"kind", "slurm"}, {"path", "/x"}}, {{"name", "a"}, {"kind", "native"}, {"path", "/y"}}}));
   REQUIRE_FALSE(dup.has_value());
   CHECK(dup.error().message == "sources[1].name: 'a' used twice");
-  auto second = ParseSourceConfigs(json::array({{{"name", "a"}, {"kind", "slurm"}, {"path", "/x"}},
-                                                {{"name", "b"}, {"kind", "slurm"}}}));
+  auto second = ParseSourceConfigs(
+      json::array({{{"name", "a"}, {"kind", "slurm"}, {"path", "/x"}}, {{"name", "b"}, {"kind", "slurm"}}}));
   REQUIRE_FALSE(second.has_value());
   CHECK(second.error().message == "sources[1]: exactly one of url, path, command is required");
 }
@@ -116,15 +125,18 @@ TEST_CASE("documents of every kind through the source entry point") {
       ReadText("fixtures/lldpctl_single.json"), 0);
   REQUIRE(lldp_named.has_value());
   CHECK(lldp_named->topology->links.size() == 1);
-  json map = {{"gpu001", ReadJson("fixtures/lldpctl_single.json")}, {"leaf-a01", ReadJson("connectors/lldp_leaf-a01.json")}};
+  json map = {{"gpu001", ReadJson("fixtures/lldpctl_single.json")},
+              {"leaf-a01", ReadJson("connectors/lldp_leaf-a01.json")}};
   auto lldp_map = ParseSourceDocument(Config({{"name", "l"}, {"kind", "lldp"}, {"path", "x"}}), map.dump(), 0);
   REQUIRE(lldp_map.has_value());
   CHECK(lldp_map->topology->links.size() == 2);
 
-  auto sq = ParseSourceDocument(Config({{"name", "sq"}, {"kind", "slurm"}, {"path", "x"}}), ReadText("fixtures/squeue.json"), 0);
+  auto sq = ParseSourceDocument(Config({{"name", "sq"}, {"kind", "slurm"}, {"path", "x"}}),
+                                ReadText("fixtures/squeue.json"), 0);
   REQUIRE(sq.has_value());
   CHECK(sq->jobs->jobs.size() == 1);
-  auto k8s = ParseSourceDocument(Config({{"name", "k"}, {"kind", "kubernetes"}, {"path", "x"}}), ReadText("fixtures/k8s_pods.json"), 0);
+  auto k8s = ParseSourceDocument(Config({{"name", "k"}, {"kind", "kubernetes"}, {"path", "x"}}),
+                                 ReadText("fixtures/k8s_pods.json"), 0);
   REQUIRE(k8s.has_value());
   CHECK(k8s->jobs->jobs.size() == 2);
 
@@ -134,25 +146,30 @@ TEST_CASE("documents of every kind through the source entry point") {
   CHECK(prom->counters->interfaces.size() == 1);
   CHECK(prom->counters->time_s == 42);
   auto prom_api = ParseSourceDocument(
-      Config({{"name", "p"}, {"kind", "prometheus"}, {"path", "x"}, {"options", {{"strip_suffix", ".dc1.example.net"}}}}),
+      Config(
+          {{"name", "p"}, {"kind", "prometheus"}, {"path", "x"}, {"options", {{"strip_suffix", ".dc1.example.net"}}}}),
       ReadText("connectors/prometheus_query_vector.json"), 0);
   REQUIRE(prom_api.has_value());
   CHECK(prom_api->counters->interfaces[0].device == "leaf-a01");
 
-  auto gnmic = ParseSourceDocument(Config({{"name", "g"}, {"kind", "gnmi"}, {"path", "x"}}), ReadText("fixtures/gnmic_events.json"), 0);
+  auto gnmic = ParseSourceDocument(Config({{"name", "g"}, {"kind", "gnmi"}, {"path", "x"}}),
+                                   ReadText("fixtures/gnmic_events.json"), 0);
   REQUIRE(gnmic.has_value());
   CHECK(gnmic->counters->interfaces[0].device == "leaf-a01");
-  auto ietf = ParseSourceDocument(Config({{"name", "g"}, {"kind", "gnmi"}, {"path", "x"}, {"options", {{"device", "leaf-a01"}}}}),
-                                  ReadText("fixtures/openconfig_if_counters_json_ietf.json"), 0);
+  auto ietf = ParseSourceDocument(
+      Config({{"name", "g"}, {"kind", "gnmi"}, {"path", "x"}, {"options", {{"device", "leaf-a01"}}}}),
+      ReadText("fixtures/openconfig_if_counters_json_ietf.json"), 0);
   REQUIRE(ietf.has_value());
   CHECK(*ietf->counters->interfaces[0].oper_up);
 
-  auto ch = ParseSourceDocument(Config({{"name", "c"}, {"kind", "chakra"}, {"path", "x"}}), ReadText("fixtures/chakra_jsonizer.0.json"), 0);
+  auto ch = ParseSourceDocument(Config({{"name", "c"}, {"kind", "chakra"}, {"path", "x"}}),
+                                ReadText("fixtures/chakra_jsonizer.0.json"), 0);
   REQUIRE(ch.has_value());
   CHECK(ch->chakra->collectives.size() == 1);
 
-  auto nx = ParseSourceDocument(Config({{"name", "nx"}, {"kind", "networkx"}, {"path", "x"}, {"options", {{"gpus_per_host", 4}}}}),
-                                ReadText("fixtures/nx_node_link.json"), 0);
+  auto nx = ParseSourceDocument(
+      Config({{"name", "nx"}, {"kind", "networkx"}, {"path", "x"}, {"options", {{"gpus_per_host", 4}}}}),
+      ReadText("fixtures/nx_node_link.json"), 0);
   REQUIRE(nx.has_value());
   CHECK(nx->topology->links.size() == 3);
   CHECK(nx->topology->nodes[2].gpus == 4);
@@ -160,27 +177,33 @@ TEST_CASE("documents of every kind through the source entry point") {
                                   ReadText("fixtures/clab_topology-data.json"), 0);
   REQUIRE(clab.has_value());
   CHECK(clab->topology->links.size() == 1);
-  auto bf = ParseSourceDocument(Config({{"name", "bf"}, {"kind", "batfish"}, {"path", "x"}, {"options", {{"default_gbps", 100}}}}),
-                                ReadText("fixtures/batfish_layer1_topology.json"), 0);
+  auto bf = ParseSourceDocument(
+      Config({{"name", "bf"}, {"kind", "batfish"}, {"path", "x"}, {"options", {{"default_gbps", 100}}}}),
+      ReadText("fixtures/batfish_layer1_topology.json"), 0);
   REQUIRE(bf.has_value());
   CHECK(bf->topology->links[0].gbps == 100);
 
-  auto native_topo = ParseSourceDocument(Config({{"name", "n"}, {"kind", "native"}, {"path", "x"}}), testing::TwoByTwo().dump(), 0);
+  auto native_topo =
+      ParseSourceDocument(Config({{"name", "n"}, {"kind", "native"}, {"path", "x"}}), testing::TwoByTwo().dump(), 0);
   REQUIRE(native_topo.has_value());
   CHECK(native_topo->topology->nodes.size() == 8);
-  auto native_jobs = ParseSourceDocument(
-      Config({{"name", "n"}, {"kind", "native"}, {"path", "x"}}),
-      R"({"format": "drainwise.jobs/v1", "jobs": [{"id": "j1", "hosts": ["h0", "h2"]}]})", 0);
+  auto native_jobs =
+      ParseSourceDocument(Config({{"name", "n"}, {"kind", "native"}, {"path", "x"}}),
+                          R"({"format": "drainwise.jobs/v1", "jobs": [{"id": "j1", "hosts": ["h0", "h2"]}]})", 0);
   REQUIRE(native_jobs.has_value());
   CHECK(native_jobs->jobs->jobs[0].id == "j1");
-  auto native_bad = ParseSourceDocument(Config({{"name", "n"}, {"kind", "native"}, {"path", "x"}}), R"({"format": "x"})", 0);
+  auto native_bad =
+      ParseSourceDocument(Config({{"name", "n"}, {"kind", "native"}, {"path", "x"}}), R"({"format": "x"})", 0);
   REQUIRE_FALSE(native_bad.has_value());
   CHECK(native_bad.error().message == "source n: format: expected drainwise.topology/v1 or drainwise.jobs/v1");
 
   // A topology that parses but does not build is refused whole.
-  auto unbuildable = ParseSourceDocument(
-      Config({{"name", "nb"}, {"kind", "netbox"}, {"path", "x"}, {"options", {{"role_tiers", {{"leaf", "edge"}, {"spine", "spine"}}}}}}),
-      ReadText("connectors/netbox_v3_bundle.json"), 0);
+  auto unbuildable =
+      ParseSourceDocument(Config({{"name", "nb"},
+                                  {"kind", "netbox"},
+                                  {"path", "x"},
+                                  {"options", {{"role_tiers", {{"leaf", "edge"}, {"spine", "spine"}}}}}}),
+                          ReadText("connectors/netbox_v3_bundle.json"), 0);
   REQUIRE_FALSE(unbuildable.has_value());  // tier "edge" has no level
   CHECK(unbuildable.error().message.find("source nb: topology does not build: ") == 0);
   auto empty = ParseSourceDocument(Config({{"name", "nb"}, {"kind", "netbox"}, {"path", "x"}}),
@@ -188,7 +211,8 @@ TEST_CASE("documents of every kind through the source entry point") {
   REQUIRE_FALSE(empty.has_value());
   CHECK(empty.error().message ==
         "source nb: netbox: 0 of 0 cable terminations gave a fabric link: NetBox returned no cables");
-  auto garbage = ParseSourceDocument(Config({{"name", "sq"}, {"kind", "slurm"}, {"path", "x"}}), "<html>oops</html>", 0);
+  auto garbage =
+      ParseSourceDocument(Config({{"name", "sq"}, {"kind", "slurm"}, {"path", "x"}}), "<html>oops</html>", 0);
   REQUIRE_FALSE(garbage.has_value());
   CHECK(garbage.error().message.find("source sq: slurm: malformed JSON at byte") == 0);
 }
@@ -291,14 +315,18 @@ TEST_CASE("source config: authority, LLDP naming and fabric ports, Slurm cpu_job
   CHECK(Config({{"name", "n"}, {"kind", "native"}, {"path", "x"}}).authority == TopologyAuthority::kAll);
   CHECK(Config({{"name", "n"}, {"kind", "native"}, {"path", "x"}, {"authority", "intent"}}).authority ==
         TopologyAuthority::kIntent);
-  auto l = Config({{"name", "l"}, {"kind", "lldp"}, {"path", "x"},
-                   {"options", {{"fabric_ports", {"ens1?np0"}}, {"aliases", {{"10.0.0.1", "leaf1"}}}, {"strip_domain", false}}}});
+  auto l = Config(
+      {{"name", "l"},
+       {"kind", "lldp"},
+       {"path", "x"},
+       {"options", {{"fabric_ports", {"ens1?np0"}}, {"aliases", {{"10.0.0.1", "leaf1"}}}, {"strip_domain", false}}}});
   CHECK(l.lldp.fabric_ports == std::vector<std::string>{"ens1?np0"});
   CHECK(l.lldp.aliases.at("10.0.0.1") == "leaf1");
   CHECK_FALSE(l.lldp.strip_domain);
   CHECK(Config({{"name", "s"}, {"kind", "slurm"}, {"path", "x"}, {"options", {{"cpu_jobs", "mark"}}}}).slurm.cpu_jobs ==
         "mark");
-  auto g = Config({{"name", "g"}, {"kind", "gnmi"}, {"path", "x"}, {"options", {{"device_aliases", {{"10.0.0.11", "leaf-a01"}}}}}});
+  auto g = Config(
+      {{"name", "g"}, {"kind", "gnmi"}, {"path", "x"}, {"options", {{"device_aliases", {{"10.0.0.11", "leaf-a01"}}}}}});
   CHECK(g.telemetry_names.aliases.at("10.0.0.11") == "leaf-a01");
 
   auto bad = ParseSourceConfig(json{{"name", "s"}, {"kind", "slurm"}, {"path", "x"}, {"authority", "intent"}});
@@ -368,7 +396,8 @@ TEST_CASE("source manager: versions, no-change refreshes, stale with last good k
       Config({{"name", "tel"}, {"kind", "prometheus"}, {"path", "p"}}),
   };
   Script script;
-  script.queue["topo"] = {TopologyData(100), TopologyData(100), InvalidArgument("malformed JSON at byte 3"), TopologyData(200)};
+  script.queue["topo"] = {TopologyData(100), TopologyData(100), InvalidArgument("malformed JSON at byte 3"),
+                          TopologyData(200)};
   script.queue["jobs-a"] = {JobsData({"s1", "dup"})};
   script.queue["jobs-b"] = {JobsData({"dup", "k1"})};
   script.queue["tel"] = {CountersData(1000), CountersData(1000 + 125e6)};
@@ -381,7 +410,8 @@ TEST_CASE("source manager: versions, no-change refreshes, stale with last good k
   };
   options.clock = [&] { return now; };
   options.profiles.rules.push_back({"h100", {{"partition", "h1*"}}, "", IterationSpec{0.1, 0, {}}});
-  options.profiles.rules[0].iteration->collectives.push_back({model::CollectiveKind::kAllGather, "ring", 64, 0, 0, 1, {}});
+  options.profiles.rules[0].iteration->collectives.push_back(
+      {model::CollectiveKind::kAllGather, "ring", 64, 0, 0, 1, {}});
   std::vector<Update> updates;
   SourceManager m(configs, options, [&](const Update& u) { updates.push_back(u); });
 
@@ -514,8 +544,9 @@ TEST_CASE("source manager: several topology sources merge; drift and skipped ite
 }
 
 TEST_CASE("source manager: background threads poll on their timers and stop promptly") {
-  std::vector<SourceConfig> configs = {Config({{"name", "topo"}, {"kind", "native"}, {"path", "t"}, {"refresh_s", 0.05}}),
-                                       Config({{"name", "slow"}, {"kind", "native"}, {"path", "s"}, {"refresh_s", 3600}})};
+  std::vector<SourceConfig> configs = {
+      Config({{"name", "topo"}, {"kind", "native"}, {"path", "t"}, {"refresh_s", 0.05}}),
+      Config({{"name", "slow"}, {"kind", "native"}, {"path", "s"}, {"refresh_s", 3600}})};
   std::atomic<int> topo_polls{0}, slow_polls{0};
   SourceManagerOptions options;
   options.loader = [&](const SourceConfig& c, double) -> Result<SourceData> {

@@ -52,11 +52,13 @@ TEST_CASE("rates between two node_exporter scrapes, with a counter reset") {
 TEST_CASE("telemetry maps onto links by port name; both ends merge") {
   json topo = {{"format", "drainwise.topology/v1"},
                {"name", "t"},
-               {"nodes", {{{"id", "leaf-a01"}, {"kind", "switch"}, {"tier", "leaf"}},
-                          {{"id", "gpu001"}, {"kind", "host"}, {"gpus", 8}},
-                          {{"id", "gpu002"}, {"kind", "host"}, {"gpus", 8}}}},
-               {"links", {{{"a", "gpu001"}, {"b", "leaf-a01"}, {"gbps", 400}, {"a_port", "eth1"}, {"b_port", "swp9"}},
-                          {{"a", "gpu002"}, {"b", "leaf-a01"}, {"gbps", 400}}}}};
+               {"nodes",
+                {{{"id", "leaf-a01"}, {"kind", "switch"}, {"tier", "leaf"}},
+                 {{"id", "gpu001"}, {"kind", "host"}, {"gpus", 8}},
+                 {{"id", "gpu002"}, {"kind", "host"}, {"gpus", 8}}}},
+               {"links",
+                {{{"a", "gpu001"}, {"b", "leaf-a01"}, {"gbps", 400}, {"a_port", "eth1"}, {"b_port", "swp9"}},
+                 {{"a", "gpu002"}, {"b", "leaf-a01"}, {"gbps", 400}}}}};
   model::Topology t = testing::TopologyFromJson(topo);
 
   InterfaceTelemetry host;

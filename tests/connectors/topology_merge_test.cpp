@@ -32,8 +32,10 @@ model::TopologySpec Intent() {
   model::TopologySpec t;
   t.name = "netbox";
   t.nodes = {Host("h1"), Host("h2"), Switch("leaf1", "leaf"), Switch("leaf2", "leaf"), Switch("sp1", "spine")};
-  t.links = {{"h1", "leaf1", 400, "eth0", "p1"},  {"h1", "leaf2", 400, "eth1", "p2"},
-             {"h2", "leaf2", 400, "eth0", "p1"},  {"leaf1", "sp1", 400, "p9", "e1"},
+  t.links = {{"h1", "leaf1", 400, "eth0", "p1"},
+             {"h1", "leaf2", 400, "eth1", "p2"},
+             {"h2", "leaf2", 400, "eth0", "p1"},
+             {"leaf1", "sp1", 400, "p9", "e1"},
              {"leaf2", "sp1", 400, "p9", "e2"}};
   return t;
 }
@@ -108,7 +110,8 @@ TEST_CASE("merge: intent plus observation, with provenance and drift both ways")
   CHECK(text.find("cable_not_seen       h1:eth1 - leaf2:p2") != std::string::npos);
   auto by_device = DriftByDevice(*m);
   REQUIRE(by_device.at("leaf1").size() == 1);
-  CHECK(by_device.at("leaf1")[0] == "cable h2:eth1 - leaf1:p3 seen up, but no intent source plans it; kept in the fabric");
+  CHECK(by_device.at("leaf1")[0] ==
+        "cable h2:eth1 - leaf1:p3 seen up, but no intent source plans it; kept in the fabric");
 }
 
 TEST_CASE("merge: a port-less plan (topology.conf) matches observed cables one for one; speeds compared when stated") {
@@ -122,7 +125,7 @@ TEST_CASE("merge: a port-less plan (topology.conf) matches observed cables one f
                             {"probe", TopologyAuthority::kObservation, seen, {"h1"}, true}});
   REQUIRE(m.has_value());
   REQUIRE(m->spec.links.size() == 2);
-  CHECK(m->spec.links[0].a_port == "eth0");  // ports learnt from the observation
+  CHECK(m->spec.links[0].a_port == "eth0");              // ports learnt from the observation
   CHECK(m->spec.links[0].gbps == doctest::Approx(200));  // runs at the measured speed
   REQUIRE(m->drift.size() == 1);
   CHECK(m->drift[0].kind == "speed_mismatch");

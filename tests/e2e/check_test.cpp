@@ -13,7 +13,8 @@ TEST_CASE("drainwise check exit codes") {
   std::string out, err;
 
   // A leaf whose single-homed hosts carry the priority-100 inference job.
-  CHECK(testing::RunDrainwise({"check", "--server", server, "--switch", "p0-leaf3-r0", "--ticket", "CHG-9"}, &out, &err) == 1);
+  CHECK(testing::RunDrainwise({"check", "--server", server, "--switch", "p0-leaf3-r0", "--ticket", "CHG-9"}, &out,
+                              &err) == 1);
   CHECK(out.find("DENY") == 0);
   CHECK(out.find("no-disconnect-priority") != std::string::npos);
   CHECK(out.find("migrate") != std::string::npos);
@@ -23,7 +24,8 @@ TEST_CASE("drainwise check exit codes") {
   CHECK(out.find("ALLOW") == 0);
 
   // Two spines of one plane: warn, which passes unless --fail-on-warn.
-  CHECK(testing::RunDrainwise({"check", "--server", server, "--switch", "p0-spine0", "--switch", "p1-spine0"}, &out, &err) == 0);
+  CHECK(testing::RunDrainwise({"check", "--server", server, "--switch", "p0-spine0", "--switch", "p1-spine0"}, &out,
+                              &err) == 0);
   CHECK(out.find("WARN") == 0);
   CHECK(testing::RunDrainwise({"check", "--server", server, "--switch", "p0-spine0", "--switch", "p1-spine0",
                                "--fail-on-warn", "--format", "json"},
@@ -50,7 +52,8 @@ TEST_CASE("drainwise check exit codes") {
 TEST_CASE("assessments, candidates and plans over REST on the demo") {
   testing::Daemon d;
   REQUIRE_MESSAGE(d.started(), d.log());
-  auto a = d.Call("POST", "/v1/assessments", R"({"drain":{"switches":["p0-leaf3-r0"]},"modes":["job","flow"],"ticket":"T-1"})");
+  auto a = d.Call("POST", "/v1/assessments",
+                  R"({"drain":{"switches":["p0-leaf3-r0"]},"modes":["job","flow"],"ticket":"T-1"})");
   REQUIRE(a.status == 201);
   auto body = a.Json();
   CHECK(body["verdict"] == "deny");
@@ -71,7 +74,8 @@ TEST_CASE("assessments, candidates and plans over REST on the demo") {
   CHECK(text.headers["content-type"].rfind("text/plain", 0) == 0);
   CHECK(d.Get("/v1/drain-candidates?tier=nope").status == 400);
 
-  auto plan = d.Call("POST", "/v1/plans", R"({"switches":["p0-spine0","p1-spine0","ss0-0","ss0-1"],"modes":["job","flow"]})");
+  auto plan =
+      d.Call("POST", "/v1/plans", R"({"switches":["p0-spine0","p1-spine0","ss0-0","ss0-1"],"modes":["job","flow"]})");
   REQUIRE(plan.status == 201);
   auto p = plan.Json();
   CHECK(p["all_allowed"] == true);

@@ -22,8 +22,8 @@ TEST_CASE("config check: valid, invalid field, missing policy file, bad policy, 
   std::string policy = Write(dir, "policy.json", R"({"format":"drainwise.policy/v1","name":"p1"})");
   std::string out, err;
 
-  auto good = Write(dir, "good.json", R"({"listen":"127.0.0.1:9","db":")" + dir + R"(/x.db","policy_file":")" +
-                                          policy + R"("})");
+  auto good = Write(dir, "good.json",
+                    R"({"listen":"127.0.0.1:9","db":")" + dir + R"(/x.db","policy_file":")" + policy + R"("})");
   CHECK(testing::RunDrainwise({"config", "check", good}, &out, &err) == 0);
   CHECK(out.find("valid (listen 127.0.0.1:9") != std::string::npos);
   CHECK(out.find("policy 'p1' from " + policy) != std::string::npos);
@@ -62,20 +62,20 @@ TEST_CASE("config check validates sources with the message serve gives") {
   CHECK(err.find("refresh_s") != std::string::npos);
   std::string message = err.substr(0, err.find('\n'));
   REQUIRE(!message.empty());
-  CHECK(testing::RunDrainwise({"serve", "--config", bad, "--db", dir + "/d.db", "--listen", "127.0.0.1:0"},
-                              &serve_out, &serve_err) == 1);
+  CHECK(testing::RunDrainwise({"serve", "--config", bad, "--db", dir + "/d.db", "--listen", "127.0.0.1:0"}, &serve_out,
+                              &serve_err) == 1);
   CHECK_MESSAGE(serve_err.find(message) != std::string::npos, "serve said: " << serve_err);
 
   auto kind = Write(dir, "bad-kind.json", R"({"sources":[{"name":"x","kind":"nosuch","path":"/nonexistent"}]})");
   CHECK(testing::RunDrainwise({"config", "check", kind}, &out, &err) == 1);
   CHECK(err.find("nosuch") != std::string::npos);
   message = err.substr(0, err.find('\n'));
-  CHECK(testing::RunDrainwise({"serve", "--config", kind, "--db", dir + "/d.db", "--listen", "127.0.0.1:0"},
-                              &serve_out, &serve_err) == 1);
+  CHECK(testing::RunDrainwise({"serve", "--config", kind, "--db", dir + "/d.db", "--listen", "127.0.0.1:0"}, &serve_out,
+                              &serve_err) == 1);
   CHECK_MESSAGE(serve_err.find(message) != std::string::npos, "serve said: " << serve_err);
 
-  auto good = Write(dir, "good-sources.json", R"({"sources":[{"name":"t","kind":"native","path":")" + dir +
-                                                  R"(/topology.json"}]})");
+  auto good = Write(dir, "good-sources.json",
+                    R"({"sources":[{"name":"t","kind":"native","path":")" + dir + R"(/topology.json"}]})");
   CHECK(testing::RunDrainwise({"config", "check", good}, &out, &err) == 0);
   CHECK(out.find("1 sources") != std::string::npos);
   std::filesystem::remove_all(dir);

@@ -13,7 +13,6 @@
 using namespace drainwise;
 using nlohmann::json;
 
-
 TEST_CASE("an empty database starts on the demo fabric") {
   testing::Daemon d;
   REQUIRE_MESSAGE(d.started(), d.log());
@@ -33,8 +32,9 @@ TEST_CASE("an empty database starts on the demo fabric") {
   auto metrics = d.Get("/metrics");
   CHECK(metrics.status == 200);
   CHECK(metrics.headers["content-type"].rfind("text/plain; version=0.0.4", 0) == 0);
-  CHECK(metrics.body.find("drainwise_http_requests_total{route=\"GET /v1/topology\",method=\"GET\",status=\"200\"} 1")
-        != std::string::npos);
+  CHECK(
+      metrics.body.find("drainwise_http_requests_total{route=\"GET /v1/topology\",method=\"GET\",status=\"200\"} 1") !=
+      std::string::npos);
   CHECK(metrics.body.find("drainwise_snapshot_version{kind=\"topology\"} 1") != std::string::npos);
 }
 

@@ -54,8 +54,9 @@ TEST_CASE("413, 504, 503 and cancellation on hang-up") {
     boost::asio::io_context ioc;
     boost::asio::ip::tcp::socket sock(ioc);
     sock.connect({boost::asio::ip::make_address("127.0.0.1"), d.port()});
-    std::string req = "PUT /v1/topology HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      "Content-Length: 17000000\r\n\r\n{";
+    std::string req =
+        "PUT /v1/topology HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: 17000000\r\n\r\n{";
     boost::asio::write(sock, boost::asio::buffer(req));
     std::string answer;
     boost::system::error_code ec;
@@ -121,9 +122,10 @@ TEST_CASE("413, 504, 503 and cancellation on hang-up") {
       boost::asio::ip::tcp::socket sock(ioc);
       sock.connect({boost::asio::ip::make_address("127.0.0.1"), d.port()});
       std::string body = SlowPlan();
-      std::string req = "POST /v1/plans HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                        "Content-Type: application/json\r\nContent-Length: " +
-                        std::to_string(body.size()) + "\r\n\r\n" + body;
+      std::string req =
+          "POST /v1/plans HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+          "Content-Type: application/json\r\nContent-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n" + body;
       boost::asio::write(sock, boost::asio::buffer(req));
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       sock.close();  // gone before the answer
@@ -168,8 +170,7 @@ TEST_CASE("a pooled request whose deadline passes while it waits is answered 504
     }
   }
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  MESSAGE("16 topology reads on one thread, 1 s deadline: " << ok << " answered, " << late << " 504, in " << s
-                                                            << " s");
+  MESSAGE("16 topology reads on one thread, 1 s deadline: " << ok << " answered, " << late << " 504, in " << s << " s");
   CHECK(ok >= 1);
   CHECK(late >= 1);
   CHECK(d.Get("/healthz").status == 200);
@@ -223,9 +224,7 @@ TEST_CASE("32k: /healthz p99 < 10 ms while a 120-switch plan runs; SIGTERM cance
     for (int s = 0; s < 15; ++s) switches.push_back("p" + std::to_string(p) + "-spine" + std::to_string(s));
   }
   std::string plan = json{{"switches", switches}, {"modes", {"job", "flow"}}}.dump();
-  auto running = [&] {
-    return d.Get("/metrics").body.find("\ndrainwise_simulations_queued 1") != std::string::npos;
-  };
+  auto running = [&] { return d.Get("/metrics").body.find("\ndrainwise_simulations_queued 1") != std::string::npos; };
   auto slow = std::async(std::launch::async, [&] { return d.Call("POST", "/v1/plans", plan); });
   REQUIRE(testing::Eventually(running, std::chrono::seconds(10)));
   // One probe every 20 ms for 4 s, on a fresh connection each (what a

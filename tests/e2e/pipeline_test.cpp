@@ -162,8 +162,9 @@ TEST_CASE("request bodies held at once are capped: 503 with Retry-After past bod
   std::string body(80000, ' ');
   body.front() = '{';
   body.back() = '}';
-  std::string head = "POST /v1/assessments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     "Content-Length: 80000\r\n\r\n";
+  std::string head =
+      "POST /v1/assessments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 80000\r\n\r\n";
   a.Send(head + body.substr(0, 10));
   // B's 50,000 would make 130,000 > 100,000: refused from its header alone.
   // (Give the daemon a moment to read A's header first; a B that is not
@@ -171,8 +172,9 @@ TEST_CASE("request bodies held at once are capped: 503 with Retry-After past bod
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   {
     Conn b(d.port());
-    b.Send("POST /v1/assessments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-           "Content-Length: 50000\r\n\r\n");
+    b.Send(
+        "POST /v1/assessments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: 50000\r\n\r\n");
     http::response<http::string_body> r;
     CHECK_NOTHROW(r = b.Read(false, 10));
     CHECK(r.result_int() == 503);
@@ -192,8 +194,9 @@ TEST_CASE("request bodies held at once are capped: 503 with Retry-After past bod
   // A chunked body's size is unknown until read: it counts as
   // body_limit_bytes (90,000), so 50,000 more do not fit beside it.
   Conn chunked(d.port());
-  chunked.Send("POST /v1/assessments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-               "Transfer-Encoding: chunked\r\n\r\n1\r\n{\r\n");
+  chunked.Send(
+      "POST /v1/assessments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n1\r\n{\r\n");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK(d.Call("POST", "/v1/assessments", fits).status == 503);
   chunked.Send("1\r\n}\r\n0\r\n\r\n");

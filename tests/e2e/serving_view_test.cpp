@@ -60,10 +60,10 @@ TEST_CASE("concurrent PUT /v1/jobs and a connector refresh never lose either upd
   connector_feed.join();
   CHECK(lost == 0);
   // The connector's last topology lands, and the last PUT jobs with it.
-  CHECK_MESSAGE(testing::Eventually([&] {
-                  return d.Get("/v1/topology").Json()["name"] == "fabric-" + std::to_string(kRounds);
-                }, std::chrono::seconds(10)),
-                d.log());
+  CHECK_MESSAGE(
+      testing::Eventually([&] { return d.Get("/v1/topology").Json()["name"] == "fabric-" + std::to_string(kRounds); },
+                          std::chrono::seconds(10)),
+      d.log());
   CHECK(d.Get("/v1/jobs").Json()["jobs"][0]["id"] == "put-" + std::to_string(kRounds));
   auto snaps = d.Get("/v1/snapshots").Json();
   CHECK(snaps["current"]["jobs"] == 1);

@@ -34,9 +34,9 @@ TEST_CASE("SIGHUP reloads the policy file, logs it, and never ends the daemon") 
 
   WritePolicy(policy, "second");
   REQUIRE(kill(d.pid(), SIGHUP) == 0);
-  CHECK_MESSAGE(testing::Eventually([&] { return d.Get("/v1/policy").Json()["name"] == "second"; },
-                                    std::chrono::seconds(10)),
-                d.log());
+  CHECK_MESSAGE(
+      testing::Eventually([&] { return d.Get("/v1/policy").Json()["name"] == "second"; }, std::chrono::seconds(10)),
+      d.log());
   CHECK(d.log().find("SIGHUP: reloaded policy 'second' from " + policy) != std::string::npos);
   // Assessments use the new policy at once.
   auto a = d.Call("POST", "/v1/assessments", R"({"drain":{"switches":["p0-spine1"]},"modes":["job"]})");

@@ -15,8 +15,8 @@
 #include "testing/daemon.h"
 
 using namespace drainwise;
-using nlohmann::json;
 using connectors::testdata::ReadText;
+using nlohmann::json;
 
 namespace {
 
@@ -44,13 +44,25 @@ TEST_CASE("NetBox + slurmrestd + node_exporter sources bring the daemon to a ful
     std::ofstream jwt(dir + "/slurm.jwt");
     jwt << "eyJhbGciOi.test\n";
     json cfg = {{"sources",
-                 {{{"name", "netbox"}, {"kind", "netbox"}, {"url", server.base_url() + "/"}, {"refresh_s", 0.3},
-                   {"timeout_s", 5}, {"token_file", dir + "/netbox.token"}, {"options", {{"page_size", 2}}}},
-                  {{"name", "slurm"}, {"kind", "slurm"}, {"url", server.base_url() + "/slurm/v0.0.42/jobs"},
-                   {"refresh_s", 0.3}, {"timeout_s", 5}, {"token_file", dir + "/slurm.jwt"},
+                 {{{"name", "netbox"},
+                   {"kind", "netbox"},
+                   {"url", server.base_url() + "/"},
+                   {"refresh_s", 0.3},
+                   {"timeout_s", 5},
+                   {"token_file", dir + "/netbox.token"},
+                   {"options", {{"page_size", 2}}}},
+                  {{"name", "slurm"},
+                   {"kind", "slurm"},
+                   {"url", server.base_url() + "/slurm/v0.0.42/jobs"},
+                   {"refresh_s", 0.3},
+                   {"timeout_s", 5},
+                   {"token_file", dir + "/slurm.jwt"},
                    {"options", {{"user", "drainwise"}, {"id_prefix", "slurm:"}}}},
-                  {{"name", "nodes"}, {"kind", "prometheus"}, {"url", server.base_url() + "/metrics"},
-                   {"refresh_s", 0.3}, {"timeout_s", 5}}}}};
+                  {{"name", "nodes"},
+                   {"kind", "prometheus"},
+                   {"url", server.base_url() + "/metrics"},
+                   {"refresh_s", 0.3},
+                   {"timeout_s", 5}}}}};
     std::ofstream(dir + "/config.json") << cfg.dump(2);
   }
   testing::Daemon d({"--config", dir + "/config.json"}, dir);
@@ -58,9 +70,10 @@ TEST_CASE("NetBox + slurmrestd + node_exporter sources bring the daemon to a ful
 
   // No push: the snapshot comes from the sources.
   REQUIRE_MESSAGE(testing::Eventually([&] {
-    auto j = d.Get("/v1/jobs");
-    return j.status == 200 && !j.Json()["jobs"].empty();
-  }), d.log());
+                    auto j = d.Get("/v1/jobs");
+                    return j.status == 200 && !j.Json()["jobs"].empty();
+                  }),
+                  d.log());
   auto topo = d.Get("/v1/topology").Json();
   std::set<std::string> nodes;
   for (const auto& n : topo["nodes"]) nodes.insert(n["id"].get<std::string>());

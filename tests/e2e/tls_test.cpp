@@ -55,9 +55,9 @@ TEST_CASE("a bad certificate path stops the daemon with the path named") {
     cfg << R"({"server":{"tls_cert":"/nonexistent/cert.pem","tls_key":"/nonexistent/key.pem"}})";
   }
   std::string out, err;
-  CHECK(testing::RunDrainwise({"serve", "--config", dir + "/config.json", "--listen", "127.0.0.1:0", "--db",
-                               dir + "/d.db"},
-                              &out, &err) == 1);
+  CHECK(testing::RunDrainwise(
+            {"serve", "--config", dir + "/config.json", "--listen", "127.0.0.1:0", "--db", dir + "/d.db"}, &out,
+            &err) == 1);
   CHECK(err.find("/nonexistent/cert.pem") != std::string::npos);
   std::filesystem::remove_all(dir);
 }

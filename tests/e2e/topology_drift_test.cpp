@@ -48,8 +48,13 @@ TEST_CASE("NetBox intent + LLDP observation: one merged topology, drift both way
     std::ofstream token(dir + "/netbox.token");
     token << "0123456789abcdef\n";
     json cfg = {{"sources",
-                 {{{"name", "netbox"}, {"kind", "netbox"}, {"url", server.base_url() + "/"}, {"refresh_s", 0.3},
-                   {"timeout_s", 5}, {"token_file", dir + "/netbox.token"}, {"options", {{"page_size", 2}}}},
+                 {{{"name", "netbox"},
+                   {"kind", "netbox"},
+                   {"url", server.base_url() + "/"},
+                   {"refresh_s", 0.3},
+                   {"timeout_s", 5},
+                   {"token_file", dir + "/netbox.token"},
+                   {"options", {{"page_size", 2}}}},
                   {{"name", "lldp"}, {"kind", "lldp"}, {"path", dir + "/lldp"}, {"refresh_s", 0.3}}}}};
     std::ofstream(dir + "/config.json") << cfg.dump(2);
   }
@@ -57,9 +62,11 @@ TEST_CASE("NetBox intent + LLDP observation: one merged topology, drift both way
   REQUIRE_MESSAGE(d.started(), d.log());
 
   REQUIRE_MESSAGE(testing::Eventually([&] {
-    auto drift = d.Get("/v1/topology/drift");
-    return drift.status == 200 && drift.Json()["items"].size() == 2 && d.Get("/v1/topology").status == 200;
-  }), d.log());
+                    auto drift = d.Get("/v1/topology/drift");
+                    return drift.status == 200 && drift.Json()["items"].size() == 2 &&
+                           d.Get("/v1/topology").status == 200;
+                  }),
+                  d.log());
 
   // The merge: NetBox's cables that LLDP did not contradict, plus the one it saw.
   auto topo = d.Get("/v1/topology").Json();

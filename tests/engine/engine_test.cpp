@@ -43,9 +43,8 @@ std::shared_ptr<spdlog::logger> QuietLog() {
 
 TEST_CASE("codec: assessment and plan requests are typed and resolved; errors name the field") {
   auto topo = testing::TopologyFromJson(testing::TwoByTwo());
-  auto a = engine::ParseAssessRequest({{"drain", {{"switches", {"spine0"}}}}, {"modes", {"job", "flow"}},
-                                       {"ticket", "CHG-1"}},
-                                      topo);
+  auto a = engine::ParseAssessRequest(
+      {{"drain", {{"switches", {"spine0"}}}}, {"modes", {"job", "flow"}}, {"ticket", "CHG-1"}}, topo);
   REQUIRE(a.has_value());
   CHECK(a->flow);
   REQUIRE(a->drain.switches.size() == 1);
@@ -108,14 +107,16 @@ TEST_CASE("codec: a calibration document round-trips; bad values name the field"
   REQUIRE(again.has_value());
   CHECK(engine::CalibrationDocument(*again) == engine::CalibrationDocument(*c));
 
-  json operator_doc = {{"format", "drainwise.calibration/v1"}, {"goodput", 0.9}, {"per_hop_latency_us", 1},
+  json operator_doc = {{"format", "drainwise.calibration/v1"},
+                       {"goodput", 0.9},
+                       {"per_hop_latency_us", 1},
                        {"per_message_overhead_us", 5}};
   auto op = engine::ParseCalibration(operator_doc, base);
   REQUIRE(op.has_value());
   CHECK(op->source == "operator");
 
-  for (auto [field, value] : {std::pair{"goodput", 0.0}, std::pair{"goodput", 1.5},
-                              std::pair{"per_hop_latency_us", -1.0}}) {
+  for (auto [field, value] :
+       {std::pair{"goodput", 0.0}, std::pair{"goodput", 1.5}, std::pair{"per_hop_latency_us", -1.0}}) {
     json bad = operator_doc;
     bad[field] = value;
     auto r = engine::ParseCalibration(bad, base);
@@ -184,10 +185,10 @@ TEST_CASE("engine: plans, candidates and predictions are typed") {
   auto drained = eng->PredictIteration(view, *j1, testing::DrainOf(topo, {{"switches", {"spine0"}}}), {1796083200, {}});
   REQUIRE(base.has_value());
   REQUIRE(drained.has_value());
-  CHECK(*base > 0.1);           // at least the 100 ms of compute
-  CHECK(*drained > *base);      // half the uplinks: a slower allreduce
-  auto cut = eng->PredictIteration(view, *j1, testing::DrainOf(topo, {{"switches", {"spine0", "spine1"}}}),
-                                   {1796083200, {}});
+  CHECK(*base > 0.1);       // at least the 100 ms of compute
+  CHECK(*drained > *base);  // half the uplinks: a slower allreduce
+  auto cut =
+      eng->PredictIteration(view, *j1, testing::DrainOf(topo, {{"switches", {"spine0", "spine1"}}}), {1796083200, {}});
   REQUIRE(cut.has_value());
   CHECK(*cut == 0.0);  // cut off: no prediction
 }
@@ -212,8 +213,8 @@ TEST_CASE("view: a link-state refresh keeps the snapshot's caches; only the back
   v2.link_state = ls;
   v2.version = 2;
   engine::UpdateDerived(v2, &v1);
-  CHECK(v2.cache == v1.cache);        // the same caches, not a copy
-  CHECK(v2.advisor == v1.advisor);    // the calibration did not change
+  CHECK(v2.cache == v1.cache);      // the same caches, not a copy
+  CHECK(v2.advisor == v1.advisor);  // the calibration did not change
   REQUIRE(v2.advisor_background != nullptr);
   auto out = eng->Assess(v2, *req, {1796083200, {}});
   REQUIRE(out.has_value());

@@ -54,7 +54,8 @@ std::map<uint32_t, double> RefRoute(const model::Topology& t, const model::Drain
   }
   int ds = kInf;
   for (const auto& adj : t.neighbors(src)) {
-    if (alive(adj) && t.node(adj.peer).is_switch() && dist[adj.peer.value] != kInf) ds = std::min(ds, dist[adj.peer.value] + 1);
+    if (alive(adj) && t.node(adj.peer).is_switch() && dist[adj.peer.value] != kInf)
+      ds = std::min(ds, dist[adj.peer.value] + 1);
   }
   if (ds == kInf) return {};
   dist[src.value] = ds;
@@ -71,7 +72,8 @@ std::map<uint32_t, double> RefRoute(const model::Topology& t, const model::Drain
   // Nodes by decreasing distance from the source's level down.
   std::vector<model::NodeId> order;
   for (size_t v = 0; v < n; ++v) {
-    if (dist[v] != kInf && dist[v] <= ds && (t.node(model::NodeId(v)).is_switch() || v == src.value)) order.push_back(model::NodeId(v));
+    if (dist[v] != kInf && dist[v] <= ds && (t.node(model::NodeId(v)).is_switch() || v == src.value))
+      order.push_back(model::NodeId(v));
   }
   std::sort(order.begin(), order.end(), [&](auto a, auto b) { return dist[a.value] > dist[b.value]; });
   std::map<uint32_t, double> share;
@@ -227,8 +229,10 @@ Case RandomCase(uint64_t seed) {
   REQUIRE(out.snapshot->dropped_jobs.empty());
   // 0-2 switches and 0-2 links.
   const auto& sw = t->switches();
-  for (int k = pick(0, 2); k > 0; --k) out.drain.switches.push_back(sw[static_cast<size_t>(pick(0, static_cast<int>(sw.size()) - 1))]);
-  for (int k = pick(0, 2); k > 0; --k) out.drain.links.push_back(model::LinkId(pick(0, static_cast<int>(t->link_count()) - 1)));
+  for (int k = pick(0, 2); k > 0; --k)
+    out.drain.switches.push_back(sw[static_cast<size_t>(pick(0, static_cast<int>(sw.size()) - 1))]);
+  for (int k = pick(0, 2); k > 0; --k)
+    out.drain.links.push_back(model::LinkId(pick(0, static_cast<int>(t->link_count()) - 1)));
   std::sort(out.drain.switches.begin(), out.drain.switches.end());
   out.drain.switches.erase(std::unique(out.drain.switches.begin(), out.drain.switches.end()), out.drain.switches.end());
   std::sort(out.drain.links.begin(), out.drain.links.end());
@@ -417,8 +421,9 @@ TEST_CASE("exactness: collective jobs (NIC-to-NIC routes, NIC fallback, route cl
       cursor += n;  // jobs take whole hosts, disjoint
       model::CollectiveSpec c;
       int kind = pick(0, 2);
-      c.kind = kind == 0 ? model::CollectiveKind::kAllReduce
-                         : kind == 1 ? model::CollectiveKind::kAllToAll : model::CollectiveKind::kSendRecv;
+      c.kind = kind == 0   ? model::CollectiveKind::kAllReduce
+               : kind == 1 ? model::CollectiveKind::kAllToAll
+                           : model::CollectiveKind::kSendRecv;
       c.bytes = 1e6 * pick(10, 500);
       c.count = pick(1, 3);
       if (kind == 2) c.stages = static_cast<int>(n);
@@ -430,7 +435,8 @@ TEST_CASE("exactness: collective jobs (NIC-to-NIC routes, NIC fallback, route cl
     model::Drain drain;
     const auto& sw = t->switches();
     drain.switches.push_back(sw[static_cast<size_t>(pick(0, static_cast<int>(sw.size()) - 1))]);
-    for (int k = pick(0, 2); k > 0; --k) drain.links.push_back(model::LinkId(pick(0, static_cast<int>(t->link_count()) - 1)));
+    for (int k = pick(0, 2); k > 0; --k)
+      drain.links.push_back(model::LinkId(pick(0, static_cast<int>(t->link_count()) - 1)));
     std::sort(drain.links.begin(), drain.links.end());
     drain.links.erase(std::unique(drain.links.begin(), drain.links.end()), drain.links.end());
 

@@ -167,11 +167,11 @@ json TwoRails() {
 }
 
 json RingJob(double bytes) {
-  return Jobs(json::array({{{"id", "ring"},
-                            {"hosts", {"a", "b"}},
-                            {"iteration",
-                             {{"compute_ms", 0},
-                              {"collectives", json::array({{{"kind", "allreduce"}, {"bytes", bytes}}})}}}}}));
+  return Jobs(json::array(
+      {{{"id", "ring"},
+        {"hosts", {"a", "b"}},
+        {"iteration",
+         {{"compute_ms", 0}, {"collectives", json::array({{{"kind", "allreduce"}, {"bytes", bytes}}})}}}}}));
 }
 
 TEST_CASE("ring all-reduce: bytes, step latency, and a drain that lengthens paths") {
@@ -203,10 +203,9 @@ TEST_CASE("ring all-reduce: bytes, step latency, and a drain that lengthens path
 
 TEST_CASE("a host that loses every NIC cuts its job off, and the job takes no capacity") {
   // 2x2, 100G. j1: h0 -> h2, j2: h1 -> h2; the drain takes h0's only NIC.
-  auto run = flowtest::Simulate(
-      flowtest::TwoByTwo(100, 100),
-      Jobs({FlowsJob("j1", {{"h0", "h2", 1e9}}), FlowsJob("j2", {{"h1", "h2", 1e9}})}),
-      {{"links", {{{"a", "h0"}, {"b", "leaf0"}}}}}, sim::FlowOptions::Exact());
+  auto run = flowtest::Simulate(flowtest::TwoByTwo(100, 100),
+                                Jobs({FlowsJob("j1", {{"h0", "h2", 1e9}}), FlowsJob("j2", {{"h1", "h2", 1e9}})}),
+                                {{"links", {{{"a", "h0"}, {"b", "leaf0"}}}}}, sim::FlowOptions::Exact());
   // Baseline: both into h2's 100G NIC: 50G each -> 0.16 s. Drained: j1 is cut
   // off and takes nothing, j2 alone: 0.08 s.
   CHECK(run.Job("j1").baseline.comm_s == doctest::Approx(0.16));
@@ -224,7 +223,8 @@ TEST_CASE("goodput scales capacities and is reported") {
   auto o = sim::FlowOptions{};
   o.goodput = 0.8;
   o.hot_links_fabric_only = false;  // the NIC is the link to look at here
-  auto run = flowtest::Simulate(flowtest::TwoByTwo(100, 100), Jobs({FlowsJob("j1", {{"h0", "h1", 1e9}})}), NoDrain(), o);
+  auto run =
+      flowtest::Simulate(flowtest::TwoByTwo(100, 100), Jobs({FlowsJob("j1", {{"h0", "h1", 1e9}})}), NoDrain(), o);
   CHECK(run.Job("j1").baseline.bandwidth_s == doctest::Approx(0.1));
   CHECK(run.Job("j1").baseline.latency_s == doctest::Approx(9e-6));
   CHECK(run.report.model.goodput == 0.8);
@@ -256,18 +256,19 @@ TEST_CASE("overload penalty lowers the capacity of saturated links") {
   auto o = sim::FlowOptions::Exact();
   o.overload_penalty = 0.1;
   o.overload_threshold = 0.95;
-  auto run = flowtest::Simulate(flowtest::TwoByTwo(100, 100), Jobs({FlowsJob("j1", {{"h0", "h1", 1e9}})}), NoDrain(), o);
+  auto run =
+      flowtest::Simulate(flowtest::TwoByTwo(100, 100), Jobs({FlowsJob("j1", {{"h0", "h1", 1e9}})}), NoDrain(), o);
   CHECK(run.Job("j1").baseline.comm_s == doctest::Approx(8e9 / 90e9));
   CHECK(run.report.model.links_penalised == 2);  // h0 -> leaf0 and leaf0 -> h1
 }
 
 TEST_CASE("workload: ring, all-to-all and pipeline flows follow the documented formulas") {
   // 2 hosts x 2 GPUs on TwoRails.
-  json jobs = Jobs(json::array(
-      {{{"id", "a2a"},
-        {"hosts", {"a", "b"}},
-        {"iteration", {{"collectives", json::array({{{"kind", "alltoall"}, {"bytes", 4e6}, {"count", 2}}})}}}},
-       }));
+  json jobs = Jobs(json::array({
+      {{"id", "a2a"},
+       {"hosts", {"a", "b"}},
+       {"iteration", {{"collectives", json::array({{{"kind", "alltoall"}, {"bytes", 4e6}, {"count", 2}}})}}}},
+  }));
   auto snap = testing::SnapshotFromJson(TwoRails(), jobs);
   auto w = sim::BuildWorkload(*snap->topology, *snap->jobs);
   // Group of 4 ranks: each rank sends B/4 = 1 MB (x count 2 = 2 MB) to each
@@ -286,7 +287,8 @@ TEST_CASE("workload: ring, all-to-all and pipeline flows follow the documented f
   json pp = Jobs(json::array(
       {{{"id", "pp"},
         {"hosts", {"a", "b"}},
-        {"iteration", {{"collectives", json::array({{{"kind", "sendrecv"}, {"bytes", 1e6}, {"stages", 2}, {"count", 4}}})}}}},
+        {"iteration",
+         {{"collectives", json::array({{{"kind", "sendrecv"}, {"bytes", 1e6}, {"stages", 2}, {"count", 4}}})}}}},
        {{"id", "ar"},
         {"hosts", {"a", "b"}},
         {"gpus_per_host", 1},
@@ -304,11 +306,10 @@ TEST_CASE("workload: ring, all-to-all and pipeline flows follow the documented f
 }
 
 TEST_CASE("workload: a group inside one host makes no flows") {
-  json jobs = Jobs(json::array({{{"id", "tp"},
-                                 {"hosts", {"a", "b"}},
-                                 {"iteration",
-                                  {{"collectives",
-                                    json::array({{{"kind", "allreduce"}, {"bytes", 1e9}, {"group_size", 2}}})}}}}}));
+  json jobs = Jobs(json::array(
+      {{{"id", "tp"},
+        {"hosts", {"a", "b"}},
+        {"iteration", {{"collectives", json::array({{{"kind", "allreduce"}, {"bytes", 1e9}, {"group_size", 2}}})}}}}}));
   auto snap = testing::SnapshotFromJson(TwoRails(), jobs);
   auto w = sim::BuildWorkload(*snap->topology, *snap->jobs);
   CHECK(w.rank_flows == 0);

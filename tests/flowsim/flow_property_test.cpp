@@ -186,7 +186,8 @@ TEST_CASE("hash mode shows a collision that spray averages away") {
     t.Host(id);
     t.Link(id, h < 3 ? "leaf0" : "leaf1", 100);
   }
-  json jobs = Jobs({FlowsJob("a", {{"h0", "h3", 1e9}}), FlowsJob("b", {{"h1", "h4", 1e9}}), FlowsJob("c", {{"h2", "h5", 1e9}})});
+  json jobs = Jobs(
+      {FlowsJob("a", {{"h0", "h3", 1e9}}), FlowsJob("b", {{"h1", "h4", 1e9}}), FlowsJob("c", {{"h2", "h5", 1e9}})});
   auto spray = flowtest::Simulate(t.Build(), jobs, flowtest::NoDrain(), sim::FlowOptions::Exact());
   for (const char* id : {"a", "b", "c"}) CHECK(spray.Job(id).baseline.comm_s == doctest::Approx(0.12));
 
@@ -237,8 +238,8 @@ TEST_CASE("hash resilient: a drain only moves the flows whose path it removed") 
     t.Host(id);
     t.Link(id, h < 4 ? "leaf0" : "leaf1", 400);
   }
-  json jobs = Jobs({FlowsJob("a", {{"h0", "h4", 1e9}}), FlowsJob("b", {{"h1", "h5", 1e9}}), FlowsJob("c", {{"h2", "h6", 1e9}}),
-                    FlowsJob("d", {{"h3", "h7", 1e9}})});
+  json jobs = Jobs({FlowsJob("a", {{"h0", "h4", 1e9}}), FlowsJob("b", {{"h1", "h5", 1e9}}),
+                    FlowsJob("c", {{"h2", "h6", 1e9}}), FlowsJob("d", {{"h3", "h7", 1e9}})});
   json drain = {{"switches", {"spine3"}}};
   int kept_total = 0;
   for (uint64_t seed = 1; seed <= 10; ++seed) {

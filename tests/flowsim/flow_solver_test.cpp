@@ -216,8 +216,9 @@ Case RandomCollectiveCase(uint64_t seed) {
     cursor += n;
     int kind = pick(0, 2);
     model::CollectiveSpec c;
-    c.kind = kind == 0 ? model::CollectiveKind::kAllReduce
-                       : kind == 1 ? model::CollectiveKind::kAllToAll : model::CollectiveKind::kSendRecv;
+    c.kind = kind == 0   ? model::CollectiveKind::kAllReduce
+             : kind == 1 ? model::CollectiveKind::kAllToAll
+                         : model::CollectiveKind::kSendRecv;
     c.bytes = 1e6 * pick(10, 500);
     c.count = pick(1, 2);
     if (kind == 2) c.stages = static_cast<int>(n);
@@ -234,7 +235,8 @@ Case RandomCollectiveCase(uint64_t seed) {
   out.snapshot = model::MakeSnapshot(t, 1, jobs, 1);
   const auto& sw = t->switches();
   out.drain.switches.push_back(sw[static_cast<size_t>(pick(0, static_cast<int>(sw.size()) - 1))]);
-  for (int k = pick(0, 1); k > 0; --k) out.drain.links.push_back(model::LinkId(pick(0, static_cast<int>(t->link_count()) - 1)));
+  for (int k = pick(0, 1); k > 0; --k)
+    out.drain.links.push_back(model::LinkId(pick(0, static_cast<int>(t->link_count()) - 1)));
   return out;
 }
 
@@ -251,7 +253,8 @@ void CheckSameReport(const sim::FlowReport& a, const sim::FlowReport& b, double 
   REQUIRE(a.jobs.size() == b.jobs.size());
   for (size_t j = 0; j < a.jobs.size(); ++j) {
     CAPTURE(j);
-    for (auto [x, y] : {std::pair{&a.jobs[j].baseline, &b.jobs[j].baseline}, std::pair{&a.jobs[j].drained, &b.jobs[j].drained}}) {
+    for (auto [x, y] :
+         {std::pair{&a.jobs[j].baseline, &b.jobs[j].baseline}, std::pair{&a.jobs[j].drained, &b.jobs[j].drained}}) {
       REQUIRE(x->connected == y->connected);
       CheckClose(x->bandwidth_s, y->bandwidth_s, eps);
       CheckClose(x->comm_s, y->comm_s, eps);
@@ -294,7 +297,7 @@ TEST_CASE("incremental solver: every routing mode on random fabrics agrees with 
     }
   }
   CHECK(compared > 200);
-  CHECK(differs > 20);  // the drains matter
+  CHECK(differs > 20);               // the drains matter
   CHECK(events_inc == events_full);  // same completion batches
 }
 

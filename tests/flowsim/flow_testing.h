@@ -42,7 +42,9 @@ inline json FlowsJob(const std::string& id, const std::vector<std::tuple<std::st
           {"hosts", hosts},
           {"gpus_per_host", 1},
           {"iteration",
-           {{"compute_ms", compute_ms}, {"overlap", overlap}, {"collectives", json::array({{{"kind", "flows"}, {"flows", fl}}})}}}};
+           {{"compute_ms", compute_ms},
+            {"overlap", overlap},
+            {"collectives", json::array({{{"kind", "flows"}, {"flows", fl}}})}}}};
 }
 
 // A topology document from (id, tier) switches, (id, gpus) hosts and links.
@@ -63,7 +65,9 @@ struct TopoBuilder {
     links.push_back(l);
     return *this;
   }
-  json Build() const { return {{"format", "drainwise.topology/v1"}, {"name", "t"}, {"nodes", nodes}, {"links", links}}; }
+  json Build() const {
+    return {{"format", "drainwise.topology/v1"}, {"name", "t"}, {"nodes", nodes}, {"links", links}};
+  }
 };
 
 struct Run {

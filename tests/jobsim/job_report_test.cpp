@@ -13,8 +13,7 @@ using nlohmann::json;
 json TwoJobs() {
   return {{"format", "drainwise.jobs/v1"},
           {"jobs",
-           {{{"id", "cross"}, {"hosts", {"h0", "h2"}}, {"tenant", "research"}},
-            {{"id", "local"}, {"hosts", {"h1"}}}}}};
+           {{{"id", "cross"}, {"hosts", {"h0", "h2"}}, {"tenant", "research"}}, {{"id", "local"}, {"hosts", {"h1"}}}}}};
 }
 
 TEST_CASE("job assessment JSON: fields, names, nulls, order") {
@@ -65,7 +64,7 @@ TEST_CASE("job assessment table: affected jobs first, fabric losses") {
   CHECK(table.find("1 of 2 jobs affected") != std::string::npos);
   CHECK(table.find("1 left disconnected") != std::string::npos);
   CHECK(table.find("cross") != std::string::npos);
-  CHECK(table.find("NO") != std::string::npos);  // not connected
+  CHECK(table.find("NO") != std::string::npos);     // not connected
   CHECK(table.find("local") == std::string::npos);  // unaffected jobs are only counted
   CHECK(table.find("hosts cut off: h2, h3") != std::string::npos);
 }

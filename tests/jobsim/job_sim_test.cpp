@@ -53,9 +53,8 @@ json DualSingle() {
 }
 
 TEST_CASE("dual-homed vs single-homed hosts: draining a leaf") {
-  auto snap = SnapshotFromJson(DualSingle(), Jobs({{"dual", {"d0", "d1"}},
-                                                   {"single", {"s0", "s1"}},
-                                                   {"mixed", {"d0", "s1"}}}));
+  auto snap =
+      SnapshotFromJson(DualSingle(), Jobs({{"dual", {"d0", "d1"}}, {"single", {"s0", "s1"}}, {"mixed", {"d0", "s1"}}}));
   JobSimIndex index(snap);
   JobAssessment a = Assess(index, {{"switches", {"leaf0"}}});
 
@@ -147,7 +146,10 @@ TEST_CASE("parallel links: a drained member of a bundle, per direction") {
   FabricBuilder f;
   f.Switch("spine0", "spine").Switch("spine1", "spine").Switch("leaf0", "leaf").Switch("leaf1", "leaf");
   f.Host("h0").Host("h1");
-  f.Link("leaf0", "spine0", 10, 2).Link("leaf0", "spine1", 10).Link("leaf1", "spine0", 10, 2).Link("leaf1", "spine1", 10);
+  f.Link("leaf0", "spine0", 10, 2)
+      .Link("leaf0", "spine1", 10)
+      .Link("leaf1", "spine0", 10, 2)
+      .Link("leaf1", "spine1", 10);
   f.Link("h0", "leaf0").Link("h1", "leaf1");
   auto snap = SnapshotFromJson(f.Json(), Jobs({{"j", {"h0", "h1"}}}));
   JobSimIndex index(snap);
@@ -428,11 +430,11 @@ TEST_CASE("class sharing and caches agree with routing every host pair") {
   for (NodeId s : spines) {
     if (t.node(s).pod == "pod0") drains.back().switches.push_back(s);
   }
-  drains.push_back(DrainOf(t, {{"links", {{{"a", t.node(t.hosts()[5]).name},
-                                          {"b", t.node(t.neighbors(t.hosts()[5])[0].peer).name}}}}}));
+  drains.push_back(DrainOf(
+      t, {{"links", {{{"a", t.node(t.hosts()[5]).name}, {"b", t.node(t.neighbors(t.hosts()[5])[0].peer).name}}}}}));
   const NodeId leaf = SwitchesOfTier(t, "leaf")[0];
-  drains.push_back(DrainOf(t, {{"links", {{{"a", t.node(leaf).name},
-                                          {"b", t.node(t.neighbors(leaf)[0].peer).name}}}}}));
+  drains.push_back(
+      DrainOf(t, {{"links", {{{"a", t.node(leaf).name}, {"b", t.node(t.neighbors(leaf)[0].peer).name}}}}}));
   for (size_t i = 0; i < drains.size(); ++i) {
     CAPTURE(i);
     int affected = CheckAgainstReference(index, drains[i]);

@@ -171,8 +171,8 @@ TEST_CASE("a tree stays shortest under a drain unless a node loses every next ho
   // Both spines: leaf0 loses both next hops.
   CHECK_FALSE(tree.StillShortestUnder(index, DrainMask(t, DrainOf(t, {{"switches", {"spine0", "spine1"}}}))));
   // leaf1's uplink to spine0: spine0 (distance 2) loses its only next hop.
-  CHECK_FALSE(tree.StillShortestUnder(
-      index, DrainMask(t, DrainOf(t, {{"links", {{{"a", "leaf1"}, {"b", "spine0"}}}}}))));
+  CHECK_FALSE(
+      tree.StillShortestUnder(index, DrainMask(t, DrainOf(t, {{"links", {{{"a", "leaf1"}, {"b", "spine0"}}}}}))));
 
   // Routing with the stale-but-valid tree equals routing with a rebuilt one.
   DrainMask drained(t, DrainOf(t, {{"switches", {"spine1"}}}));

@@ -49,7 +49,8 @@ TEST_CASE("topology validation names the offending item") {
       {"switch without tier", Topo({{{"id", "s"}, {"kind", "switch"}}}, json::array()), "nodes[0].tier: required"},
       {"custom tier without level", Topo({{{"id", "s"}, {"kind", "switch"}, {"tier", "agg"}}}, json::array()),
        "node 0 ('s'): tier 'agg' is not leaf, spine or superspine: give its numeric level"},
-      {"host to host", Topo({kHost, {{"id", "gpu002"}, {"kind", "host"}}}, {{{"a", "gpu001"}, {"b", "gpu002"}, {"gbps", 100}}}),
+      {"host to host",
+       Topo({kHost, {{"id", "gpu002"}, {"kind", "host"}}}, {{{"a", "gpu001"}, {"b", "gpu002"}, {"gbps", 100}}}),
        "link 0 (gpu001 -> gpu002): links between two hosts are not supported"},
       {"gbps as string", Topo({kLeaf, kSpine}, {{{"a", "leaf-3"}, {"b", "spine-1"}, {"gbps", "100"}}}),
        "links[0].gbps: expected a number, got string"},
@@ -66,10 +67,9 @@ TEST_CASE("topology validation names the offending item") {
 }
 
 TEST_CASE("topology builds CSR adjacency in declaration order, parallel links kept") {
-  json doc = Topo({kLeaf, kSpine, kHost},
-                  {{{"a", "leaf-3"}, {"b", "spine-1"}, {"gbps", 400}, {"a_port", "up0"}},
-                   {{"a", "leaf-3"}, {"b", "spine-1"}, {"gbps", 400}, {"a_port", "up1"}},
-                   {{"a", "gpu001"}, {"b", "leaf-3"}, {"gbps", 200}}});
+  json doc = Topo({kLeaf, kSpine, kHost}, {{{"a", "leaf-3"}, {"b", "spine-1"}, {"gbps", 400}, {"a_port", "up0"}},
+                                           {{"a", "leaf-3"}, {"b", "spine-1"}, {"gbps", 400}, {"a_port", "up1"}},
+                                           {{"a", "gpu001"}, {"b", "leaf-3"}, {"gbps", 200}}});
   auto t = testing::TopologyFromJson(doc);
   auto leaf = *t.FindNode("leaf-3");
   auto host = *t.FindNode("gpu001");
@@ -137,12 +137,16 @@ TEST_CASE("jobs validation names the job and field") {
         "jobs[0].iteration.overlap: must be within [0, 1]");
   CHECK(resolve({{{"id", "j1"}, {"hosts", {"h0"}}, {"iteration", {{"collectives", {{{"kind", "allreduce"}}}}}}}}) ==
         "jobs[0].iteration.collectives[0].bytes: required");
-  CHECK(resolve({{{"id", "j1"}, {"hosts", {"h0"}}, {"iteration", {{"collectives", {{{"kind", "allsum"}, {"bytes", 1}}}}}}}})
+  CHECK(resolve(
+            {{{"id", "j1"}, {"hosts", {"h0"}}, {"iteration", {{"collectives", {{{"kind", "allsum"}, {"bytes", 1}}}}}}}})
             .rfind("jobs[0].iteration.collectives[0].kind: unknown collective 'allsum'", 0) == 0);
-  CHECK(resolve({{{"id", "j1"},
-                  {"hosts", {"h0", "h1"}},
-                  {"iteration", {{"collectives", {{{"kind", "flows"}, {"flows", {{{"src", "h0"}, {"dst", "h2"}, {"bytes", 5}}}}}}}}}}}) ==
-        "jobs[0] ('j1'): iteration.collectives[0].flows[0].dst: 'h2' is not a host of this job");
+  CHECK(
+      resolve(
+          {{{"id", "j1"},
+            {"hosts", {"h0", "h1"}},
+            {"iteration",
+             {{"collectives", {{{"kind", "flows"}, {"flows", {{{"src", "h0"}, {"dst", "h2"}, {"bytes", 5}}}}}}}}}}}) ==
+      "jobs[0] ('j1'): iteration.collectives[0].flows[0].dst: 'h2' is not a host of this job");
   CHECK(resolve({{{"id", "j1"}, {"hosts", {"h0"}}, {"started_at", "yesterday"}}}) ==
         "jobs[0].started_at: 'yesterday' is not an RFC 3339 time");
   CHECK(resolve({{{"id", "j1"}, {"hosts", {"h0", "h1"}}, {"priority", 10}}}) == "ok");
@@ -150,8 +154,9 @@ TEST_CASE("jobs validation names the job and field") {
 
 TEST_CASE("jobs index hosts and tolerate a topology change leniently") {
   auto t = testing::TopologyFromJson(testing::TwoByTwo());
-  auto spec = *codec::ParseJobs({{"format", "drainwise.jobs/v1"},
-                                 {"jobs", {{{"id", "a"}, {"hosts", {"h0", "h1"}}}, {{"id", "b"}, {"hosts", {"h2", "hX"}}}}}});
+  auto spec =
+      *codec::ParseJobs({{"format", "drainwise.jobs/v1"},
+                         {"jobs", {{{"id", "a"}, {"hosts", {"h0", "h1"}}}, {{"id", "b"}, {"hosts", {"h2", "hX"}}}}}});
   auto lenient = model::ResolveJobsLenient(spec, t);
   CHECK(lenient.jobs.size() == 1);
   REQUIRE(lenient.dropped.size() == 1);

@@ -82,8 +82,11 @@ json FourSpines() {
   const char* planes[] = {"plane-0", "plane-1", "plane-0", "plane-1"};
   const char* feeds[] = {"feed-a", "feed-a", "feed-b", "feed-b"};
   for (int s = 0; s < 4; ++s) {
-    nodes.push_back({{"id", "s" + std::to_string(s)}, {"kind", "switch"}, {"tier", "spine"},
-                     {"plane", planes[s]}, {"domains", {{"power", feeds[s]}}}});
+    nodes.push_back({{"id", "s" + std::to_string(s)},
+                     {"kind", "switch"},
+                     {"tier", "spine"},
+                     {"plane", planes[s]},
+                     {"domains", {{"power", feeds[s]}}}});
   }
   for (int l = 0; l < 2; ++l) {
     std::string leaf = "l" + std::to_string(l);
@@ -221,7 +224,8 @@ TEST_CASE("topology drift on a drained or crossed switch is a reason") {
   impact.drift.clear();
   CHECK(MustEvaluate(crossed, impact).decision == Decision::kAllow);
 
-  auto bad = ParsePolicy({{"format", "drainwise.policy/v1"}, {"name", "t"},
+  auto bad = ParsePolicy({{"format", "drainwise.policy/v1"},
+                          {"name", "t"},
                           {"fabric_rules", {{{"name", "d"}, {"action", "warn"}, {"no_drift", "everywhere"}}}}});
   REQUIRE_FALSE(bad.has_value());
   CAPTURE(bad.error().message);
@@ -296,8 +300,8 @@ TEST_CASE("max_switches_drained counts active drains") {
     CHECK(MustEvaluate(p, impact).decision == Decision::kAllow);
   }
   SUBCASE("scoped to a tier") {
-    Policy spines = FabricOnly(json::array(
-        {{{"name", "spines"}, {"action", "warn"}, {"max_switches_drained", 1}, {"tier", "spine"}}}));
+    Policy spines = FabricOnly(
+        json::array({{{"name", "spines"}, {"action", "warn"}, {"max_switches_drained", 1}, {"tier", "spine"}}}));
     Verdict w = MustEvaluate(spines, impact);  // s0, s2 are spines (2 > 1); l1 is not counted
     CHECK(w.decision == Decision::kWarn);
     REQUIRE(w.reasons.size() == 1);
@@ -388,13 +392,13 @@ TEST_CASE("capacity drained per tier and pod: golden numbers") {
     CHECK(std::get<double>(w.reasons[0].measured) == doctest::Approx(100.0 * 600 / 1400));
   }
   SUBCASE("a pod over the limit from active drains alone does not block a drain elsewhere") {
-    impact.active.push_back(sa0);  // pod A at 60% already
+    impact.active.push_back(sa0);                        // pod A at 60% already
     impact.drain = DrainOf(t, {{"switches", {"sB0"}}});  // pod B: 200 / 400 = 50%, at the limit
     CHECK(MustEvaluate(Default(), impact).decision == Decision::kAllow);
   }
   SUBCASE("a tier the topology lacks is noted, not fired") {
-    Policy p = FabricOnly(json::array(
-        {{{"name", "ss"}, {"action", "deny"}, {"max_capacity_drained_pct", 0}, {"tier", "superspine"}}}));
+    Policy p = FabricOnly(
+        json::array({{{"name", "ss"}, {"action", "deny"}, {"max_capacity_drained_pct", 0}, {"tier", "superspine"}}}));
     Verdict w = MustEvaluate(p, impact);
     CHECK(w.decision == Decision::kAllow);
     REQUIRE(w.unchecked.size() == 1);
@@ -462,9 +466,11 @@ TEST_CASE("the default policy on the generated demo fabric") {
 
   // Switch count, with a count-only policy: eight rail-0 leaves share the
   // plane "rail-0" and would add plane reasons under the default policy.
-  Policy count_only = FabricOnly(json::array({{{"name", "max-switches"}, {"action", "deny"}, {"max_switches_drained", 8}}}));
-  impact.drain = DrainOf(t, {{"switches", {"p0-leaf0-r0", "p0-leaf1-r0", "p0-leaf2-r0", "p0-leaf3-r0",
-                                           "p1-leaf0-r0", "p1-leaf1-r0", "p1-leaf2-r0", "p1-leaf3-r0"}}});
+  Policy count_only =
+      FabricOnly(json::array({{{"name", "max-switches"}, {"action", "deny"}, {"max_switches_drained", 8}}}));
+  impact.drain = DrainOf(t, {{"switches",
+                              {"p0-leaf0-r0", "p0-leaf1-r0", "p0-leaf2-r0", "p0-leaf3-r0", "p1-leaf0-r0", "p1-leaf1-r0",
+                               "p1-leaf2-r0", "p1-leaf3-r0"}}});
   CHECK(MustEvaluate(count_only, impact).decision == Decision::kAllow);  // 8: at the limit
   impact.active = {DrainOf(t, {{"switches", {"p1-spine3"}}})};
   Verdict e = MustEvaluate(count_only, impact);  // 8 + 1 active = 9
@@ -475,12 +481,13 @@ TEST_CASE("the default policy on the generated demo fabric") {
 TEST_CASE("change windows: inside passes, outside fires") {
   // 2026-11-30 is a Monday.
   model::Topology t = TopologyFromJson(FourSpines());
-  Policy p = FabricOnly(json::array({{{"name", "windows"},
-                                      {"action", "deny"},
-                                      {"change_windows",
-                                       {{{"days", {"mon", "tue", "wed", "thu", "fri"}}, {"start", "09:00"}, {"end", "17:00"}},
-                                        {{"days", {"sat"}}, {"start", "22:00"}, {"end", "02:00"}},
-                                        {{"days", {"sun"}}, {"start", "23:00"}, {"end", "01:00"}}}}}}));
+  Policy p =
+      FabricOnly(json::array({{{"name", "windows"},
+                               {"action", "deny"},
+                               {"change_windows",
+                                {{{"days", {"mon", "tue", "wed", "thu", "fri"}}, {"start", "09:00"}, {"end", "17:00"}},
+                                 {{"days", {"sat"}}, {"start", "22:00"}, {"end", "02:00"}},
+                                 {{"days", {"sun"}}, {"start", "23:00"}, {"end", "01:00"}}}}}}));
   Impact impact;
   impact.topology = &t;
   impact.drain = DrainOf(t, {{"switches", {"s0"}}});
@@ -500,7 +507,7 @@ TEST_CASE("change windows: inside passes, outside fires") {
       {"2026-12-06T02:00:00Z", false},  // and ends at 02:00
       {"2026-12-07T00:30:00Z", true},   // Sunday 23:00-01:00 wraps into Monday (end of the week)
       {"2026-12-07T01:00:00Z", false},
-      {"1969-12-28T23:30:00Z", true},   // a Sunday before the epoch: floor division, not truncation
+      {"1969-12-28T23:30:00Z", true},  // a Sunday before the epoch: floor division, not truncation
   };
   for (const Case& c : cases) {
     CAPTURE(c.time);
@@ -572,8 +579,14 @@ TEST_CASE("job limits: slowdown, paths, bandwidth and path fractions") {
   }
   SUBCASE("fractions, selectors and JobsViolating per rule") {
     Policy p = JobsOnly(json::array({
-        {{"name", "bw"}, {"action", "deny"}, {"select", {{"tenant", {"prod", "infra"}}}}, {"min_bandwidth_fraction", 0.5}},
-        {{"name", "paths"}, {"action", "warn"}, {"select", {{"labels", {{"team", "llm"}}}}}, {"min_path_fraction", 0.75}},
+        {{"name", "bw"},
+         {"action", "deny"},
+         {"select", {{"tenant", {"prod", "infra"}}}},
+         {"min_bandwidth_fraction", 0.5}},
+        {{"name", "paths"},
+         {"action", "warn"},
+         {"select", {{"labels", {{"team", "llm"}}}}},
+         {"min_path_fraction", 0.75}},
         {{"name", "named"}, {"action", "warn"}, {"select", {{"jobs", {"c"}}}}, {"forbid_disconnect", true}},
     }));
     JobImpact a = Job("a", 0);  // prod, llm: bandwidth 40% < 50 (deny), paths 50% < 75 (warn)

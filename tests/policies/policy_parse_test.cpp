@@ -56,14 +56,17 @@ struct BadCase {
 
 TEST_CASE("malformed policies are rejected with the rule and the field named") {
   const std::vector<BadCase> cases = {
-      {"wrong format", {{"format", "drainwise.policy/v2"}, {"name", "x"}},
+      {"wrong format",
+       {{"format", "drainwise.policy/v2"}, {"name", "x"}},
        "format: expected 'drainwise.policy/v1', got 'drainwise.policy/v2'"},
       {"no format", {{"name", "x"}}, "format: required"},
       {"no name", {{"format", "drainwise.policy/v1"}}, "name: required"},
-      {"unknown top-level field", {{"format", "drainwise.policy/v1"}, {"name", "x"}, {"rules", json::array()}},
+      {"unknown top-level field",
+       {{"format", "drainwise.policy/v1"}, {"name", "x"}, {"rules", json::array()}},
        "rules: unknown field"},
       {"not an object", json::array(), "expected an object, got array"},
-      {"job_rules not an array", {{"format", "drainwise.policy/v1"}, {"name", "x"}, {"job_rules", json::object()}},
+      {"job_rules not an array",
+       {{"format", "drainwise.policy/v1"}, {"name", "x"}, {"job_rules", json::object()}},
        "job_rules: expected an array, got object"},
       {"rule not an object", Doc(json::array({"protect"})), "job_rules[0]: expected an object, got string"},
       {"the brief's example: a string where a number belongs",
@@ -130,13 +133,13 @@ TEST_CASE("malformed policies are rejected with the rule and the field named") {
       {"unknown fabric field", Doc(json::array(), json::array({FabricRuleDoc("f", {{"pod", "p1"}})})),
        "fabric_rules[0] ('f').pod: unknown field"},
       {"percentage above 100",
-       Doc(json::array(), json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
-                                                        {"max_capacity_drained_pct", 150}})})),
+       Doc(json::array(),
+           json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr}, {"max_capacity_drained_pct", 150}})})),
        "fabric_rules[0] ('f').max_capacity_drained_pct: must be a percentage in [0, 100], got 150"},
       {"per_pod not a bool",
-       Doc(json::array(), json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
-                                                        {"max_capacity_drained_pct", 50},
-                                                        {"per_pod", 1}})})),
+       Doc(json::array(),
+           json::array({FabricRuleDoc(
+               "f", {{"max_switches_drained", nullptr}, {"max_capacity_drained_pct", 50}, {"per_pod", 1}})})),
        "fabric_rules[0] ('f').per_pod: expected true or false, got number"},
       {"per_pod on a switch count", Doc(json::array(), json::array({FabricRuleDoc("f", {{"per_pod", true}})})),
        "fabric_rules[0] ('f').per_pod: not used by max_switches_drained"},
@@ -149,8 +152,8 @@ TEST_CASE("malformed policies are rejected with the rule and the field named") {
        "fabric_rules[0] ('f').tier: must not be empty; omit it for every tier"},
       {"tier on a change window rule",
        Doc(json::array(), json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
-                                                        {"change_windows", {{{"start", "09:00"}, {"end", "17:00"}}}},
-                                                        {"tier", "spine"}})})),
+                                                           {"change_windows", {{{"start", "09:00"}, {"end", "17:00"}}}},
+                                                           {"tier", "spine"}})})),
        "fabric_rules[0] ('f').tier: not used by change_windows"},
       {"empty domain kind",
        Doc(json::array(),
@@ -162,33 +165,37 @@ TEST_CASE("malformed policies are rejected with the rule and the field named") {
        "fabric_rules[0] ('f').change_windows: must list at least one window (an empty list would forbid every "
        "drain)"},
       {"sloppy clock",
-       Doc(json::array(), json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
-                                                        {"change_windows", {{{"start", "9:00"}, {"end", "17:00"}}}}})})),
+       Doc(json::array(),
+           json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
+                                            {"change_windows", {{{"start", "9:00"}, {"end", "17:00"}}}}})})),
        "fabric_rules[0] ('f').change_windows[0].start: expected HH:MM (UTC), got '9:00'"},
       {"hour 25",
-       Doc(json::array(), json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
-                                                        {"change_windows", {{{"start", "09:00"}, {"end", "25:00"}}}}})})),
+       Doc(json::array(),
+           json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
+                                            {"change_windows", {{{"start", "09:00"}, {"end", "25:00"}}}}})})),
        "fabric_rules[0] ('f').change_windows[0].end: '25:00' is not a time of day"},
       {"24:00 as a start",
-       Doc(json::array(), json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
-                                                        {"change_windows", {{{"start", "24:00"}, {"end", "02:00"}}}}})})),
+       Doc(json::array(),
+           json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
+                                            {"change_windows", {{{"start", "24:00"}, {"end", "02:00"}}}}})})),
        "fabric_rules[0] ('f').change_windows[0].start: '24:00' is not a time of day"},
       {"empty window",
-       Doc(json::array(), json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
-                                                        {"change_windows", {{{"start", "09:00"}, {"end", "09:00"}}}}})})),
+       Doc(json::array(),
+           json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
+                                            {"change_windows", {{{"start", "09:00"}, {"end", "09:00"}}}}})})),
        "fabric_rules[0] ('f').change_windows[0].end: equals start: the window is empty (use 00:00-24:00 for a "
        "whole day)"},
       {"day spelled out",
        Doc(json::array(),
-           json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
-                                         {"change_windows",
-                                          {{{"days", {"mon", "tuesday"}}, {"start", "09:00"}, {"end", "17:00"}}}}})})),
+           json::array({FabricRuleDoc(
+               "f", {{"max_switches_drained", nullptr},
+                     {"change_windows", {{{"days", {"mon", "tuesday"}}, {"start", "09:00"}, {"end", "17:00"}}}}})})),
        "fabric_rules[0] ('f').change_windows[0].days[1]: unknown day 'tuesday' (expected one of mon, tue, wed, "
        "thu, fri, sat, sun)"},
       {"window field typo",
-       Doc(json::array(), json::array({FabricRuleDoc("f", {{"max_switches_drained", nullptr},
-                                                        {"change_windows",
-                                                         {{{"start", "09:00"}, {"end", "17:00"}, {"tz", "CET"}}}}})})),
+       Doc(json::array(), json::array({FabricRuleDoc(
+                              "f", {{"max_switches_drained", nullptr},
+                                    {"change_windows", {{{"start", "09:00"}, {"end", "17:00"}, {"tz", "CET"}}}}})})),
        "fabric_rules[0] ('f').change_windows[0].tz: unknown field"},
   };
   for (const BadCase& c : cases) {
@@ -212,19 +219,20 @@ TEST_CASE("a valid policy parses into the documented fields") {
           {{"name", "protect-prod"},
            {"action", "deny"},
            {"description", "prod training"},
-           {"select", {{"priority_at_least", 50}, {"priority_at_most", 99}, {"tenant", "prod"},
-                       {"labels", {{"team", "llm"}}}}},
+           {"select",
+            {{"priority_at_least", 50}, {"priority_at_most", 99}, {"tenant", "prod"}, {"labels", {{"team", "llm"}}}}},
            {"forbid_disconnect", true},
            {"max_slowdown_pct", 25},
            {"min_paths_after", 2},
            {"min_bandwidth_fraction", 0.5},
            {"min_path_fraction", 0.25}},
-          {{"name", "named-jobs"}, {"action", "warn"}, {"select", {{"tenant", {"a", "b"}}, {"jobs", {"j1"}}}},
+          {{"name", "named-jobs"},
+           {"action", "warn"},
+           {"select", {{"tenant", {"a", "b"}}, {"jobs", {"j1"}}}},
            {"max_slowdown_pct", 0}},
       }),
       json::array({
-          {{"name", "cap"}, {"action", "deny"}, {"max_capacity_drained_pct", 50}, {"per_pod", true},
-           {"tier", "spine"}},
+          {{"name", "cap"}, {"action", "deny"}, {"max_capacity_drained_pct", 50}, {"per_pod", true}, {"tier", "spine"}},
           {{"name", "count"}, {"action", "warn"}, {"max_switches_drained", 0}},
           {{"name", "power"}, {"action", "deny"}, {"no_shared_domain", "power"}, {"tier", "spine"}},
           {{"name", "windows"},
@@ -292,7 +300,7 @@ TEST_CASE("an empty selector selects every job; each criterion narrows it") {
   s.tenants = {"prod", "research"};
   s.labels = {{"team", "llm"}};
   const std::map<std::string, std::string> llm = {{"team", "llm"}, {"site", "a"}};
-  CHECK(s.Matches("j", "prod", 50, llm));        // priority bounds are inclusive
+  CHECK(s.Matches("j", "prod", 50, llm));  // priority bounds are inclusive
   CHECK(s.Matches("j", "research", 100, llm));
   CHECK_FALSE(s.Matches("j", "prod", 49, llm));
   CHECK_FALSE(s.Matches("j", "prod", 101, llm));
@@ -319,16 +327,16 @@ TEST_CASE("the default policy ships as a file and is embedded unchanged") {
   // The rules the brief asks for, by name, action and limit.
   REQUIRE(p->job_rules.size() == 5);
   const auto& j = p->job_rules;
-  CHECK((j[0].name == "no-disconnect-priority" && j[0].action == Action::kDeny &&
-         j[0].select.priority_at_least == 50 && j[0].limits.forbid_disconnect));
+  CHECK((j[0].name == "no-disconnect-priority" && j[0].action == Action::kDeny && j[0].select.priority_at_least == 50 &&
+         j[0].limits.forbid_disconnect));
   CHECK((j[1].name == "no-disconnect" && j[1].action == Action::kWarn && j[1].select.empty() &&
          j[1].limits.forbid_disconnect));
-  CHECK((j[2].name == "slowdown-priority" && j[2].action == Action::kDeny &&
-         j[2].select.priority_at_least == 50 && j[2].limits.max_slowdown_pct == 25.0));
+  CHECK((j[2].name == "slowdown-priority" && j[2].action == Action::kDeny && j[2].select.priority_at_least == 50 &&
+         j[2].limits.max_slowdown_pct == 25.0));
   CHECK((j[3].name == "slowdown" && j[3].action == Action::kWarn && j[3].select.empty() &&
          j[3].limits.max_slowdown_pct == 10.0));
-  CHECK((j[4].name == "paths-top-priority" && j[4].action == Action::kDeny &&
-         j[4].select.priority_at_least == 100 && j[4].limits.min_paths_after == 2));
+  CHECK((j[4].name == "paths-top-priority" && j[4].action == Action::kDeny && j[4].select.priority_at_least == 100 &&
+         j[4].limits.min_paths_after == 2));
   REQUIRE(p->fabric_rules.size() == 5);
   const auto& f = p->fabric_rules;
   CHECK((f[0].kind == FabricRuleKind::kMaxCapacityDrainedPct && f[0].limit == 50.0 && f[0].per_pod &&
@@ -382,9 +390,9 @@ TEST_CASE("LoadPolicyFile names the file in its errors") {
     CHECK(p.error().message == "policy file '/nonexistent/drainwise/policy.json': cannot open");
   }
   SUBCASE("invalid policy") {
-    std::string path = (std::filesystem::temp_directory_path() /
-                        ("drainwise-policy-test-" + std::to_string(::getpid()) + ".json"))
-                           .string();
+    std::string path =
+        (std::filesystem::temp_directory_path() / ("drainwise-policy-test-" + std::to_string(::getpid()) + ".json"))
+            .string();
     {
       std::ofstream out(path);
       out << Doc(json::array({JobRuleDoc("r", {{"action", "block"}})})).dump();

@@ -19,7 +19,7 @@ namespace {
 class FakeEngine : public server::Engine {
  public:
   int assessments = 0;
-  model::Drain last_active;         // the view's active drains at the last assessment
+  model::Drain last_active;  // the view's active drains at the last assessment
   int last_active_drain_count = 0;
   Result<engine::AssessOutcome> Assess(const engine::View& view, const engine::AssessRequest& request,
                                        const engine::Call&) override {
@@ -124,7 +124,8 @@ TEST_CASE("malformed bodies, unknown routes and methods") {
   Fixture f;
   auto r = f.Call("PUT", "/v1/topology", "{not json");
   CHECK(r.status == 400);
-  CHECK(json::parse(r.body)["detail"].get<std::string>().rfind("request body: malformed JSON at byte 3: parse error at line 1, column 3", 0) == 0);
+  CHECK(json::parse(r.body)["detail"].get<std::string>().rfind(
+            "request body: malformed JSON at byte 3: parse error at line 1, column 3", 0) == 0);
   CHECK(f.Call("PUT", "/v1/topology", "").status == 400);
   CHECK(f.Call("GET", "/v2/whatever").status == 404);
   CHECK(f.Call("DELETE", "/v1/topology").status == 405);

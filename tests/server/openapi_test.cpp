@@ -40,8 +40,10 @@ std::string Upper(std::string s) {
 void CollectRefs(const json& j, std::set<std::string>* out) {
   if (j.is_object()) {
     for (auto it = j.begin(); it != j.end(); ++it) {
-      if (it.key() == "$ref" && it->is_string()) out->insert(it->get<std::string>());
-      else CollectRefs(*it, out);
+      if (it.key() == "$ref" && it->is_string())
+        out->insert(it->get<std::string>());
+      else
+        CollectRefs(*it, out);
     }
   } else if (j.is_array()) {
     for (const auto& x : j) CollectRefs(x, out);
@@ -92,7 +94,8 @@ TEST_CASE("every operation declares its path parameters, a success response and 
     std::string method = r.method;
     for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     const json* op = nullptr;
-    if (doc["paths"].contains(r.pattern) && doc["paths"][r.pattern].contains(method)) op = &doc["paths"][r.pattern][method];
+    if (doc["paths"].contains(r.pattern) && doc["paths"][r.pattern].contains(method))
+      op = &doc["paths"][r.pattern][method];
     if (!op) continue;  // reported by the test above
     INFO(r.method << " " << r.pattern);
     // {name} segments of the pattern are declared as path parameters.

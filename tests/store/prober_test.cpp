@@ -53,8 +53,8 @@ TEST_CASE("ProbeWrite succeeds on a healthy store and times out while another wr
     REQUIRE_FALSE(st.has_value());
     CHECK(st.error().code == ErrorCode::kUnavailable);
     CHECK(st.error().message.find(path) != std::string::npos);
-    CHECK(waited_ms >= 90);    // it did wait for its timeout...
-    CHECK(waited_ms < 2000);   // ...and no longer
+    CHECK(waited_ms >= 90);   // it did wait for its timeout...
+    CHECK(waited_ms < 2000);  // ...and no longer
   }
   CHECK((*s)->ProbeWrite().has_value());
   auto mem = store::Store::Open(":memory:");

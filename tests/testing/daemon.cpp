@@ -23,8 +23,8 @@ namespace net = boost::asio;
 
 nlohmann::json HttpReply::Json() const { return nlohmann::json::parse(body, nullptr, false); }
 
-HttpReply HttpCall(unsigned short port, const std::string& method, const std::string& target,
-                   const std::string& body, const std::map<std::string, std::string>& headers) {
+HttpReply HttpCall(unsigned short port, const std::string& method, const std::string& target, const std::string& body,
+                   const std::map<std::string, std::string>& headers) {
   HttpReply reply;
   try {
     net::io_context ioc;
@@ -100,8 +100,8 @@ Daemon::Daemon(std::vector<std::string> args, std::string dir) : dir_(std::move(
   }
   std::string port_file = dir_ + "/port";
   std::filesystem::remove(port_file);
-  std::vector<std::string> argv = {DRAINWISE_BINARY, "serve", "--listen", "127.0.0.1:0", "--db", db_path(),
-                                   "--port-file", port_file};
+  std::vector<std::string> argv = {DRAINWISE_BINARY, "serve",   "--listen",    "127.0.0.1:0",
+                                   "--db",           db_path(), "--port-file", port_file};
   argv.insert(argv.end(), args.begin(), args.end());
   pid_ = fork();
   if (pid_ == 0) {

@@ -162,7 +162,8 @@ ApiResponse Api::GetAssessment(const RoutedRequest& rr) {
 ApiResponse Api::ListAssessments(const RoutedRequest& rr) {
   const std::string& ticket = rr.Query("ticket");
   int limit = 50;
-  if (auto it = rr.query.find("limit"); it != rr.query.end()) limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
+  if (auto it = rr.query.find("limit"); it != rr.query.end())
+    limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
   auto recs = state_->store().ListAssessments(ticket, limit);
   if (!recs) return ErrorResponse(recs.error(), rr.path);
   if (WantsText(rr.request, rr.query)) {

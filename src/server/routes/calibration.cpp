@@ -121,8 +121,10 @@ ApiResponse Api::GetCalibration(const RoutedRequest& rr) {
   std::map<std::pair<std::string, std::string>, const store::ObservationRecord*> drained;
   for (const auto& r : *recs) {  // newest first
     if (r.predicted_s > 0) rel.push_back(std::fabs(r.predicted_s - r.iteration_s) / r.iteration_s * 100);
-    if (r.drain_key.empty()) base.emplace(r.job_id, &r);
-    else drained.emplace(std::make_pair(r.job_id, r.drain_key), &r);
+    if (r.drain_key.empty())
+      base.emplace(r.job_id, &r);
+    else
+      drained.emplace(std::make_pair(r.job_id, r.drain_key), &r);
   }
   std::vector<double> sd_err;
   for (const auto& [key, d] : drained) {

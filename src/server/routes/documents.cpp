@@ -77,7 +77,8 @@ ApiResponse Api::PutJobs(const RoutedRequest& rr) {
 
 ApiResponse Api::GetSnapshots(const RoutedRequest& rr) {
   int limit = 50;
-  if (auto it = rr.query.find("limit"); it != rr.query.end()) limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
+  if (auto it = rr.query.find("limit"); it != rr.query.end())
+    limit = std::clamp(std::atoi(it->second.c_str()), 1, 1000);
   auto docs = state_->store().ListDocuments(std::nullopt, limit);
   if (!docs) return ErrorResponse(docs.error(), rr.path);
   json versions = json::array();
@@ -131,7 +132,9 @@ ApiResponse Api::GetSnapshots(const RoutedRequest& rr) {
   return JsonResponse(200, {{"current", current}, {"versions", versions}});
 }
 
-ApiResponse Api::GetPolicy(const RoutedRequest&) { return JsonResponse(200, policies::PolicyToJson(*state_->view()->policy)); }
+ApiResponse Api::GetPolicy(const RoutedRequest&) {
+  return JsonResponse(200, policies::PolicyToJson(*state_->view()->policy));
+}
 
 ApiResponse Api::PutPolicy(const RoutedRequest& rr) {
   auto body = routing::ParseBody(rr.request);

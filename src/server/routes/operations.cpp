@@ -27,9 +27,7 @@ ApiResponse Api::Ready(const RoutedRequest& rr) {
   if (hooks_.store_writable && !hooks_.store_writable(&why)) {
     return ErrorResponse(Error{ErrorCode::kUnavailable, "the store cannot write: " + why}, rr.path);
   }
-  json body = {{"status", "ready"},
-               {"topology_version", snap->topology_version},
-               {"jobs_version", snap->jobs_version}};
+  json body = {{"status", "ready"}, {"topology_version", snap->topology_version}, {"jobs_version", snap->jobs_version}};
   if (hooks_.sources_ready && !hooks_.sources_ready(&why)) {
     body["status"] = "degraded";
     body["detail"] = why;
@@ -69,7 +67,9 @@ ApiResponse Api::GetTopologyDrift(const RoutedRequest& rr) {
   auto drift = hooks_.drift ? hooks_.drift() : std::nullopt;
   if (!drift) {
     // One source (or none): nothing to compare, which is not an error.
-    json empty = {{"items", json::array()}, {"counts", json::object()}, {"sources", json::object()},
+    json empty = {{"items", json::array()},
+                  {"counts", json::object()},
+                  {"sources", json::object()},
                   {"note", "no connector topology is merged: nothing to compare"}};
     if (WantsText(rr.request, rr.query)) return TextResponse(200, "no drift: no connector topology is merged\n");
     return JsonResponse(200, empty);
