@@ -174,6 +174,10 @@ struct SourceManagerOptions {
   std::function<Result<SourceData>(const SourceConfig&, double now_s)> loader;
   // Unix time in seconds; default the system clock.
   std::function<double()> clock;
+  // Called after a good poll whose skipped items or warnings differ from the
+  // source's previous ones (the daemon logs them, naming each item). Runs on
+  // the polling thread with no lock held.
+  std::function<void(const SourceConfig&, const Diagnostics&)> on_diagnostics;
 };
 
 // The connector part of the daemon's config file: the optional "sources"

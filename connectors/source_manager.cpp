@@ -173,6 +173,7 @@ Status SourceManager::Poll(size_t index) {
   }();
   std::lock_guard publish(publish_mutex_);
   std::optional<Update> update;
+  std::optional<Diagnostics> changed_diagnostics;
   {
     std::lock_guard lock(state_mutex_);
     State& s = *states_[index];
@@ -189,23 +190,40 @@ Status SourceManager::Poll(size_t index) {
     s.status.last_success = t;
     s.status.stale = false;
     s.status.last_error.clear();
+    auto same = [](const std::vector<DiagnosticItem>& a, const std::vector<DiagnosticItem>& b) {
+      return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
+               return x.item == y.item && x.reason == y.reason;
+             });
+    };
+    if (!same(s.status.diagnostics.skipped, result->diagnostics.skipped) ||
+        !same(s.status.diagnostics.warnings, result->diagnostics.warnings)) {
+      changed_diagnostics = result->diagnostics;
+    }
     s.status.diagnostics = result->diagnostics;
     uint64_t h = HashData(*result);
-    if (s.data && h == s.hash) return {};  // nothing new: no version, no publish
-    if (result->counters) {
-      auto rates = s.data && s.data->counters ? ComputeRates(*s.data->counters, *result->counters)
-                                              : ComputeRates(CounterSample{}, *result->counters);
-      // The exporter's device keys (addresses, FQDNs) as the topology names them.
-      for (auto& r : rates) r.device = NormaliseDeviceName(r.device, config.telemetry_names);
-      s.rates = std::make_shared<const std::vector<InterfaceTelemetry>>(std::move(rates));
+    bool unchanged = s.data && h == s.hash;  // nothing new: no version, no publish
+    if (!unchanged) {
+      if (result->counters) {
+        auto rates = s.data && s.data->counters ? ComputeRates(*s.data->counters, *result->counters)
+                                                : ComputeRates(CounterSample{}, *result->counters);
+        // The exporter's device keys (addresses, FQDNs) as the topology names them.
+        for (auto& r : rates) r.device = NormaliseDeviceName(r.device, config.telemetry_names);
+        s.rates = std::make_shared<const std::vector<InterfaceTelemetry>>(std::move(rates));
+      }
+      s.data = std::move(*result);
+      s.hash = h;
+      s.status.has_data = true;
+      s.status.versions++;
+      s.status.last_change = t;
+      s.status.content_hash = fmt::format("{:016x}", h);
+      update = Combine(config.name);
     }
-    s.data = std::move(*result);
-    s.hash = h;
-    s.status.has_data = true;
-    s.status.versions++;
-    s.status.last_change = t;
-    s.status.content_hash = fmt::format("{:016x}", h);
-    update = Combine(config.name);
+  }
+  if (changed_diagnostics && options_.on_diagnostics) {
+    try {
+      options_.on_diagnostics(config, *changed_diagnostics);
+    } catch (...) {
+    }
   }
   if (update && on_update_) {
     // The callback belongs to the server; an exception from it must not take

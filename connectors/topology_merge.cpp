@@ -289,7 +289,19 @@ nlohmann::json DriftToJson(const MergedTopology& merged) {
     auto it = merged.node_sources.find(device);
     provenance[device] = it == merged.node_sources.end() ? nlohmann::json::array() : nlohmann::json(it->second);
   }
-  return {{"items", std::move(items)}, {"counts", counts}, {"sources", std::move(provenance)}};
+  // Every node's and link's provenance: which sources said it.
+  nlohmann::json nodes = nlohmann::json::object();
+  for (const auto& [node, sources] : merged.node_sources) nodes[node] = sources;
+  nlohmann::json links = nlohmann::json::array();
+  for (size_t i = 0; i < merged.spec.links.size() && i < merged.link_sources.size(); ++i) {
+    const auto& l = merged.spec.links[i];
+    links.push_back(
+        {{"a", l.a}, {"a_port", l.a_port}, {"b", l.b}, {"b_port", l.b_port}, {"sources", merged.link_sources[i]}});
+  }
+  return {{"items", std::move(items)},
+          {"counts", counts},
+          {"sources", std::move(provenance)},
+          {"provenance", {{"nodes", std::move(nodes)}, {"links", std::move(links)}}}};
 }
 
 std::string DriftToText(const MergedTopology& merged) {

@@ -76,8 +76,9 @@ struct MergedTopology {
 
 // GET /v1/topology/drift: {"items": [{"kind","a","a_port","b","b_port",
 // "detail","sources"}], "counts": {kind: n}, "sources": {node: [source]}
-// for the devices with drift}. Text: one row per item, control characters
-// escaped.
+// for the devices with drift, "provenance": {"nodes": {node: [source]},
+// "links": [{"a","a_port","b","b_port","sources"}]} for the whole merged
+// topology}. Text: one row per item, control characters escaped.
 nlohmann::json DriftToJson(const MergedTopology& merged);
 std::string DriftToText(const MergedTopology& merged);
 // Drift by device for policies::Impact::drift: one sentence per item.

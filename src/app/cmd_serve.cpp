@@ -295,6 +295,21 @@ int RunServe(const ServeArgs& args) {
   if (!daemon_config.connectors.sources.empty()) {
     connectors::SourceManagerOptions so;
     so.profiles = daemon_config.connectors.profiles;
+    // Nothing is dropped silently: each skipped item and warning is logged
+    // once, when a source's list changes (GET /v1/sources keeps them).
+    so.on_diagnostics = [log = connectors_log](const connectors::SourceConfig& c, const connectors::Diagnostics& d) {
+      constexpr size_t kMaxLines = 20;
+      size_t n = 0;
+      for (const auto& x : d.skipped) {
+        if (n++ < kMaxLines) log->warn("source {}: skipped {}: {}", c.name, x.item, x.reason);
+      }
+      for (const auto& x : d.warnings) {
+        if (n++ < kMaxLines) log->warn("source {}: {}: {}", c.name, x.item, x.reason);
+      }
+      if (n > kMaxLines)
+        log->warn("source {}: {} more skipped items and warnings in GET /v1/sources", c.name, n - kMaxLines);
+      if (n == 0) log->info("source {}: nothing skipped any more", c.name);
+    };
     sources = std::make_unique<connectors::SourceManager>(
         daemon_config.connectors.sources, std::move(so),
         [&](const connectors::Update& u) { feed.Apply(u, state, telemetry, *connectors_log); });

@@ -131,7 +131,8 @@ Result<bool> State::LoadLatest() {
   return true;
 }
 
-Result<PutOutcome> State::PutTopology(const nlohmann::json& doc, const std::string& source) {
+Result<PutOutcome> State::PutTopology(const nlohmann::json& doc, const std::string& source,
+                                      const std::string& principal) {
   auto spec = codec::ParseTopology(doc);
   if (!spec) return tl::unexpected(spec.error());
   auto topo = model::BuildTopology(*spec);
@@ -140,6 +141,7 @@ Result<PutOutcome> State::PutTopology(const nlohmann::json& doc, const std::stri
   store::DocumentInfo info;
   info.kind = store::DocKind::kTopology;
   info.source = source;
+  info.principal = principal;
   info.items = static_cast<int64_t>(topo->node_count());
   info.links = static_cast<int64_t>(topo->link_count());
   auto put = store_->PutDocument(info, codec::TopologySpecToJson(*spec).dump());
@@ -156,7 +158,8 @@ Result<PutOutcome> State::PutTopology(const nlohmann::json& doc, const std::stri
   return out;
 }
 
-Result<PutOutcome> State::PutJobs(const nlohmann::json& doc, const std::string& source) {
+Result<PutOutcome> State::PutJobs(const nlohmann::json& doc, const std::string& source,
+                                  const std::string& principal) {
   auto spec = codec::ParseJobs(doc);
   if (!spec) return tl::unexpected(spec.error());
   std::lock_guard wlock(write_mu_);
@@ -168,6 +171,7 @@ Result<PutOutcome> State::PutJobs(const nlohmann::json& doc, const std::string& 
   store::DocumentInfo info;
   info.kind = store::DocKind::kJobs;
   info.source = source;
+  info.principal = principal;
   info.items = static_cast<int64_t>(spec->jobs.size());
   auto put = store_->PutDocument(info, codec::JobsSpecToJson(*spec).dump());
   if (!put) return tl::unexpected(put.error());

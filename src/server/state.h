@@ -67,9 +67,12 @@ class State {
 
   // Validates `doc` (drainwise.topology/v1), stores it as the next version
   // and publishes it with the current jobs re-resolved against it.
-  Result<PutOutcome> PutTopology(const nlohmann::json& doc, const std::string& source);
+  // `principal` is who stored it (the audit trail, as for every write).
+  Result<PutOutcome> PutTopology(const nlohmann::json& doc, const std::string& source,
+                                 const std::string& principal = "");
   // Validates `doc` (drainwise.jobs/v1) strictly against the current topology.
-  Result<PutOutcome> PutJobs(const nlohmann::json& doc, const std::string& source);
+  Result<PutOutcome> PutJobs(const nlohmann::json& doc, const std::string& source,
+                             const std::string& principal = "");
   // Both at once (a connector or the demo): topology first, then jobs; jobs
   // that do not resolve are dropped, not rejected.
   Result<PutOutcome> PutBoth(const nlohmann::json& topology, const nlohmann::json& jobs, const std::string& source);

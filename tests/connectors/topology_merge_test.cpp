@@ -106,6 +106,8 @@ TEST_CASE("merge: intent plus observation, with provenance and drift both ways")
   CHECK(j["counts"]["cable_not_intended"] == 1);
   CHECK(j["items"][1]["sources"] == nlohmann::json::array({"lldp"}));
   CHECK(j["sources"]["leaf1"] == nlohmann::json::array({"netbox", "lldp"}));
+  CHECK(j["provenance"]["nodes"]["sp1"] == nlohmann::json::array({"netbox"}));
+  CHECK(j["provenance"]["links"].size() == 5);
   std::string text = DriftToText(*m);
   CHECK(text.find("cable_not_seen       h1:eth1 - leaf2:p2") != std::string::npos);
   auto by_device = DriftByDevice(*m);

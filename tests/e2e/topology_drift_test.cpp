@@ -95,6 +95,9 @@ TEST_CASE("NetBox intent + LLDP observation: one merged topology, drift both way
     }
   }
   CHECK(drift["sources"]["leaf-a01"] == json::array({"netbox", "lldp"}));
+  CHECK(drift["provenance"]["nodes"]["spine-01"] == json::array({"netbox"}));  // LLDP did not look there
+  // The skipped report is also in the log, named.
+  CHECK(d.log().find("source lldp: skipped report gpu009.json") != std::string::npos);
   auto text = d.Get("/v1/topology/drift?format=text").body;
   CHECK(text.find("cable_not_seen") != std::string::npos);
   CHECK(d.Get("/metrics").body.find("drainwise_topology_drift{kind=\"cable_not_intended\"} 1") != std::string::npos);

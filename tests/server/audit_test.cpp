@@ -226,6 +226,17 @@ TEST_CASE("every record names the principal apart from requested_by") {
     }
   }
   CHECK(policy_seen);
+
+  // Topology and jobs documents put over the API name their principal too.
+  REQUIRE(f.Call("carol", "PUT", "/v1/jobs",
+                 R"({"format":"drainwise.jobs/v1","jobs":[{"id":"j9","hosts":["h0","h2"]}]})")
+              .status < 300);
+  snaps = json::parse(f.Call("bob", "GET", "/v1/snapshots").body);
+  bool jobs_seen = false;
+  for (const auto& v : snaps["versions"]) {
+    if (v["kind"] == "jobs" && v["principal"] == "carol (admin)") jobs_seen = true;
+  }
+  CHECK(jobs_seen);
 }
 
 TEST_CASE("without tokens the principal is anonymous with the peer address") {

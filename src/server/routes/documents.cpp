@@ -27,7 +27,7 @@ ApiResponse Api::GetTopology(const RoutedRequest& rr) {
 ApiResponse Api::PutTopology(const RoutedRequest& rr) {
   auto body = routing::ParseBody(rr.request);
   if (!body) return ErrorResponse(body.error(), rr.path);
-  auto out = state_->PutTopology(*body, routing::ApiSource(rr.request));
+  auto out = state_->PutTopology(*body, routing::ApiSource(rr.request), rr.principal);
   if (!out) return ErrorResponse(out.error(), rr.path);
   const auto& snap = out->snapshot;  // the one this PUT published (or kept)
   return JsonResponse(out->created ? 201 : 200, {{"version", out->version},
@@ -68,7 +68,7 @@ ApiResponse Api::GetJob(const RoutedRequest& rr) {
 ApiResponse Api::PutJobs(const RoutedRequest& rr) {
   auto body = routing::ParseBody(rr.request);
   if (!body) return ErrorResponse(body.error(), rr.path);
-  auto out = state_->PutJobs(*body, routing::ApiSource(rr.request));
+  auto out = state_->PutJobs(*body, routing::ApiSource(rr.request), rr.principal);
   if (!out) return ErrorResponse(out.error(), rr.path);
   const auto& snap = out->snapshot;
   return JsonResponse(out->created ? 201 : 200,
