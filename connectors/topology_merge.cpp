@@ -87,7 +87,9 @@ Result<MergedTopology> MergeTopologies(const std::vector<TopologyContribution>& 
   bool any_intent = false, any_observation = false;
   std::set<std::string> observed;  // systems whose own ports were observed
   for (const auto& c : contributions) {
-    any_intent |= IsIntent(c.authority) && c.authority == TopologyAuthority::kIntent;
+    // An "all" source plans as well as observes: it counts as intent when
+    // compared with an observation-only source (LLDP), never with itself.
+    any_intent |= IsIntent(c.authority);
     any_observation |= c.authority == TopologyAuthority::kObservation;
     for (const auto& s : c.observed_systems) observed.insert(canon(s));
     for (const auto& n : c.spec.nodes) {

@@ -134,6 +134,22 @@ TEST_CASE("merge: a port-less plan (topology.conf) matches observed cables one f
   CHECK(m->drift[0].detail == "intended 400 Gb/s, observed 200 Gb/s; using 200");
 }
 
+TEST_CASE("merge: a native document (authority all) against LLDP reports drift both ways too") {
+  auto observed = MergeLldpReports(Reports());
+  REQUIRE(observed.has_value());
+  auto m = MergeTopologies({{"native", TopologyAuthority::kAll, Intent(), {}, true},
+                            {"lldp", TopologyAuthority::kObservation, *observed, {"h1", "h2"}, false}});
+  REQUIRE(m.has_value());
+  REQUIRE(m->drift.size() == 2);
+  CHECK(m->drift[0].kind == "cable_not_seen");
+  CHECK(m->drift[1].kind == "cable_not_intended");
+  // One source alone has nothing to disagree with.
+  auto alone = MergeTopologies({{"native", TopologyAuthority::kAll, Intent(), {}, true}});
+  REQUIRE(alone.has_value());
+  CHECK(alone->drift.empty());
+  CHECK(alone->spec.links.size() == 5);
+}
+
 TEST_CASE("merge: devices one side alone knows; names by alias; nothing to merge") {
   model::TopologySpec plan = Intent();
   model::TopologySpec seen;

@@ -111,8 +111,11 @@ TEST_CASE("the same key and request replays; another request with the key is a 4
   CHECK(HeaderOf(first, "Idempotent-Replayed").empty());
 
   // Quoted (the draft's structured-field string) or bare, on an encoded path: the same request.
-  for (const auto& [target, key] : std::vector<std::pair<std::string, std::string>>{
+  // Plain variables, not a structured binding: clang 14 cannot capture one in INFO's lambda.
+  for (const auto& target_key : std::vector<std::pair<std::string, std::string>>{
            {"/v1/assessments", "\"k-1\""}, {"/v1/assessments", "k-1"}, {"/v1/%61ssessments?format=json", "k-1"}}) {
+    const std::string& target = target_key.first;
+    const std::string& key = target_key.second;
     INFO(target << " " << key);
     auto again = f.Call("alice", "POST", target, kDeny, {{"idempotency-key", key}});
     CHECK(again.status == 200);
