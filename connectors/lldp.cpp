@@ -124,16 +124,7 @@ int LevelOfTier(const std::string& tier, const LldpOptions& options) {
 
 std::string TierOfLevel(int level, const std::string& hint, const LldpOptions& options) {
   if (!hint.empty() && LevelOfTier(hint, options) == level) return hint;
-  switch (level) {
-    case model::kLeafLevel:
-      return "leaf";
-    case model::kSpineLevel:
-      return "spine";
-    case model::kSuperspineLevel:
-      return "superspine";
-    default:
-      return fmt::format("tier{}", level);
-  }
+  return internal::TierNameOfLevel(level);
 }
 
 }  // namespace

@@ -26,19 +26,6 @@ struct SwitchLine {
   int line = 0;
 };
 
-std::string TierName(int level) {
-  switch (level) {
-    case model::kLeafLevel:
-      return "leaf";
-    case model::kSpineLevel:
-      return "spine";
-    case model::kSuperspineLevel:
-      return "superspine";
-    default:
-      return fmt::format("tier{}", level);
-  }
-}
-
 }  // namespace
 
 namespace {
@@ -282,7 +269,7 @@ Result<model::TopologySpec> ParseSlurmTopologyConf(std::string_view text, const 
       model::NodeSpec n;
       n.id = lines[i].name;
       n.kind = model::NodeKind::kSwitch;
-      n.tier = TierName(*l);
+      n.tier = internal::TierNameOfLevel(*l);
       n.level = *l;
       spec.nodes.push_back(std::move(n));
     }

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "model/topology.h"
+
 namespace drainwise::connectors::internal {
 
 Result<std::vector<json>> ParseConcatenatedJson(std::string_view text) {
@@ -163,6 +165,19 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_prefix(0), s.remove_suffix(1);
   return s;
+}
+
+std::string TierNameOfLevel(int level) {
+  switch (level) {
+    case model::kLeafLevel:
+      return "leaf";
+    case model::kSpineLevel:
+      return "spine";
+    case model::kSuperspineLevel:
+      return "superspine";
+    default:
+      return fmt::format("tier{}", level);
+  }
 }
 
 }  // namespace drainwise::connectors::internal

@@ -51,6 +51,9 @@ std::optional<double> NumberOrNumericString(const json& j);
 uint64_t Fnv1a64(std::string_view data, uint64_t seed = 1469598103934665603ull);
 
 std::string ToLower(std::string_view s);
+
+// The tier name of a switch level: 1 leaf, 2 spine, 3 superspine, higher "tierN".
+std::string TierNameOfLevel(int level);
 std::string_view Trim(std::string_view s);
 
 }  // namespace drainwise::connectors::internal
