@@ -66,7 +66,7 @@ void BM_AdviseDrain(benchmark::State& state) {
   advisor::Request req;
   req.drain = f.drain;
   req.flow = state.range(0) != 0;
-  advisor::Context ctx{f.snapshot, {}, 1796083200};
+  advisor::Context ctx{f.snapshot, {}, 1796083200, nullptr, nullptr};
   size_t recommendations = 0, migrations = 0;
   std::string verdict;
   for (auto _ : state) {
@@ -97,7 +97,7 @@ void BM_AdviseDrainWarm(benchmark::State& state) {
   advisor::Request req;
   req.drain = f.drain;
   req.flow = true;
-  advisor::Context ctx{f.snapshot, {}, 1796083200};
+  advisor::Context ctx{f.snapshot, {}, 1796083200, nullptr, nullptr};
   static advisor::Advisor adv({});
   for (auto _ : state) {
     auto a = adv.Assess(ctx, req, f.policy);

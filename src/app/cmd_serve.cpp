@@ -109,8 +109,11 @@ class ConnectorFeed {
     if ((want_topology || want_jobs) && (l.topology || state.snapshot())) {
       auto start = std::chrono::steady_clock::now();
       // What the merged topology's sources disagree on travels with it.
-      std::map<std::string, std::vector<std::string>> drift;
-      if (want_topology && l.merged) drift = connectors::DriftByDevice(*l.merged);
+      std::optional<engine::TopologyDrift> drift;
+      if (want_topology && l.merged) {
+        drift = engine::TopologyDrift{-1, connectors::DriftByDevice(*l.merged), connectors::DriftToJson(*l.merged),
+                                      connectors::DriftToText(*l.merged)};
+      }
       auto put = state.PutSpecs(want_topology ? l.topology.get() : nullptr, want_jobs ? l.jobs.get() : nullptr,
                                 "source:" + u.source, std::move(drift));
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -334,11 +337,6 @@ int RunServe(const ServeArgs& args) {
       if (stale.empty()) return true;
       *why = "stale sources: " + stale;
       return false;
-    };
-    hooks.drift = [&sources]() -> std::optional<std::pair<nlohmann::json, std::string>> {
-      auto current = sources->Current();
-      if (!current.merged) return std::nullopt;
-      return std::pair{connectors::DriftToJson(*current.merged), connectors::DriftToText(*current.merged)};
     };
     metrics.OnScrape([&sources](server::Metrics& m) {
       if (auto current = sources->Current(); current.merged) {

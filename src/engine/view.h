@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "advisor/advisor.h"
 #include "advisor/sim_cache.h"
 #include "model/drain.h"
@@ -47,11 +49,15 @@ struct Calibration {
   std::optional<double> p90_rel_error;
 };
 
-// What the topology's sources disagree on (connectors/topology_merge.h), by
-// device, for the topology version it was computed on.
+// What the topology's sources disagree on (connectors/topology_merge.h), for
+// the topology version it was computed on: by device (for the policies) and
+// as the documents GET /v1/topology/drift serves, so that answer always
+// belongs to the topology GET /v1/topology serves.
 struct TopologyDrift {
   int64_t topology_version = -1;
   std::map<std::string, std::vector<std::string>> by_device;
+  nlohmann::json document;  // DriftToJson
+  std::string text;         // DriftToText
 };
 
 struct View {
@@ -74,9 +80,13 @@ struct View {
 
   // The advisor assessments use: with the measured background when there is one.
   const advisor::Advisor& AssessingAdvisor() const { return advisor_background ? *advisor_background : *advisor; }
+  // The drift of the snapshot's topology version, else null.
+  const TopologyDrift* CurrentDrift() const {
+    return drift && snapshot && drift->topology_version == snapshot->topology_version ? drift.get() : nullptr;
+  }
   advisor::Context AdvisorContext(int64_t now) const {
     std::shared_ptr<const std::map<std::string, std::vector<std::string>>> by_device;
-    if (drift && snapshot && drift->topology_version == snapshot->topology_version && !drift->by_device.empty()) {
+    if (CurrentDrift() && !drift->by_device.empty()) {
       by_device = std::shared_ptr<const std::map<std::string, std::vector<std::string>>>(drift, &drift->by_device);
     }
     return advisor::Context{snapshot, active, now, cache, std::move(by_device)};

@@ -105,10 +105,6 @@ struct ApiHooks {
   std::function<std::string()> metrics;                                 // GET /metrics (text format)
   std::function<Result<nlohmann::json>(const ApiRequest&)> links;       // GET /v1/links
   std::function<Result<nlohmann::json>(const std::string&)> job_paths;  // GET /v1/jobs/{id}/paths
-  // GET /v1/topology/drift: what the merged topology sources disagree on, as
-  // JSON and as a text table (connectors/topology_merge.h); nullopt when no
-  // connector topology is merged.
-  std::function<std::optional<std::pair<nlohmann::json, std::string>>()> drift;
   // After each stored assessment or plan: its kind, verdict and duration.
   std::function<void(const std::string& kind, const std::string& verdict, double seconds)> on_result;
 };

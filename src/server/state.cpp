@@ -158,8 +158,7 @@ Result<PutOutcome> State::PutTopology(const nlohmann::json& doc, const std::stri
   return out;
 }
 
-Result<PutOutcome> State::PutJobs(const nlohmann::json& doc, const std::string& source,
-                                  const std::string& principal) {
+Result<PutOutcome> State::PutJobs(const nlohmann::json& doc, const std::string& source, const std::string& principal) {
   auto spec = codec::ParseJobs(doc);
   if (!spec) return tl::unexpected(spec.error());
   std::lock_guard wlock(write_mu_);
@@ -231,7 +230,7 @@ Result<PutOutcome> State::PutBothLocked(const nlohmann::json& topology_doc, cons
 }
 
 Result<PutOutcome> State::PutSpecs(const model::TopologySpec* topology, const model::JobsSpec* jobs,
-                                   const std::string& source, std::map<std::string, std::vector<std::string>> drift) {
+                                   const std::string& source, std::optional<engine::TopologyDrift> drift) {
   // The documents a connector leaves out are the current ones as of the
   // writer lock, not as of some earlier read: a PUT /v1/jobs that landed in
   // between is kept, never overwritten with the jobs it replaced.
@@ -252,7 +251,12 @@ Result<PutOutcome> State::PutSpecs(const model::TopologySpec* topology, const mo
     // second view under the same writer lock; a reader in between sees the
     // previous drift, keyed to another version, and so none.
     ServingView next = *view();
-    next.drift = std::make_shared<const engine::TopologyDrift>(engine::TopologyDrift{out->version, std::move(drift)});
+    if (drift) {
+      drift->topology_version = out->version;
+      next.drift = std::make_shared<const engine::TopologyDrift>(std::move(*drift));
+    } else {
+      next.drift = nullptr;
+    }
     PublishLocked(std::move(next), false);
   }
   return out;

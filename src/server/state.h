@@ -71,17 +71,17 @@ class State {
   Result<PutOutcome> PutTopology(const nlohmann::json& doc, const std::string& source,
                                  const std::string& principal = "");
   // Validates `doc` (drainwise.jobs/v1) strictly against the current topology.
-  Result<PutOutcome> PutJobs(const nlohmann::json& doc, const std::string& source,
-                             const std::string& principal = "");
+  Result<PutOutcome> PutJobs(const nlohmann::json& doc, const std::string& source, const std::string& principal = "");
   // Both at once (a connector or the demo): topology first, then jobs; jobs
   // that do not resolve are dropped, not rejected.
   Result<PutOutcome> PutBoth(const nlohmann::json& topology, const nlohmann::json& jobs, const std::string& source);
   // From connectors: either document may be absent (keep the current one,
   // as of when the writer lock is taken). Lenient like PutBoth.
   // `drift`, when given with a topology, is what the connectors' sources
-  // disagree on about it; it is published with that topology version.
+  // disagree on about it; it is published with that topology version (its
+  // own topology_version is set here).
   Result<PutOutcome> PutSpecs(const model::TopologySpec* topology, const model::JobsSpec* jobs,
-                              const std::string& source, std::map<std::string, std::vector<std::string>> drift = {});
+                              const std::string& source, std::optional<engine::TopologyDrift> drift = std::nullopt);
 
   // Re-reads the drains in progress from the store and publishes them,
   // resolved against the current topology (a drain whose elements vanished

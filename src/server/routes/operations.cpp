@@ -64,9 +64,12 @@ ApiResponse Api::GetLinks(const RoutedRequest& rr) {
 }
 
 ApiResponse Api::GetTopologyDrift(const RoutedRequest& rr) {
-  auto drift = hooks_.drift ? hooks_.drift() : std::nullopt;
+  // From the serving view, so the drift always belongs to the topology
+  // version GET /v1/topology serves (the connectors may be a merge ahead).
+  auto view = state_->view();
+  const engine::TopologyDrift* drift = view->CurrentDrift();
   if (!drift) {
-    // One source (or none): nothing to compare, which is not an error.
+    // One source (or none), or a topology PUT over the API: nothing to compare, which is not an error.
     json empty = {{"items", json::array()},
                   {"counts", json::object()},
                   {"sources", json::object()},
@@ -74,8 +77,10 @@ ApiResponse Api::GetTopologyDrift(const RoutedRequest& rr) {
     if (WantsText(rr.request, rr.query)) return TextResponse(200, "no drift: no connector topology is merged\n");
     return JsonResponse(200, empty);
   }
-  if (WantsText(rr.request, rr.query)) return TextResponse(200, drift->second);
-  return JsonResponse(200, drift->first);
+  if (WantsText(rr.request, rr.query)) return TextResponse(200, drift->text);
+  auto r = JsonResponse(200, drift->document);
+  r.headers.emplace_back("Drainwise-Topology-Version", std::to_string(drift->topology_version));
+  return r;
 }
 
 ApiResponse Api::GetJobPaths(const RoutedRequest& rr) {
