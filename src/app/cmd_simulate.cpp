@@ -3,6 +3,9 @@
 //   drainwise simulate --topology T --jobs J --drain D [--switch S]...
 //                      --mode job --format json|table
 //   drainwise simulate --topology T --jobs J --candidates spine [--format ...]
+//   drainwise simulate --mode task (--topology T | --preset 32k) --horizon 365d
+//                      [--seed N] [--trace sacct.json] [--options FILE]
+//                      [--format json|text|csv]
 //
 // Modes are entries of kModes below: each gets the loaded snapshot and the
 // resolved drain and prints its own result, so another fidelity (e.g. a
@@ -20,12 +23,16 @@
 
 #include "app/commands.h"
 #include "codec/native.h"
+#include "engine/task_request.h"
+#include "fabric/generator.h"
 #include "model/drain.h"
 #include "model/snapshot.h"
 #include "report/flow_report.h"
 #include "report/job_report.h"
+#include "report/task_report.h"
 #include "sim/flow_sim.h"
 #include "sim/job_sim.h"
+#include "sim/task_sim.h"
 
 namespace drainwise::app {
 
@@ -51,6 +58,12 @@ struct SimulateArgs {
   std::optional<double> overload_penalty;
   bool fluid_only = false;  // goodput 1, no latency: the exactness contract's model
   int threads = 0;          // hash seeds at once; 0 = one per core
+  // --mode task (sim/task_sim.h; the request document of engine/task_request.h).
+  std::string preset;        // a named synthetic fabric instead of --topology
+  std::string horizon;       // "365d"; default the request's (365d)
+  bool seed_given = false;   // --seed on the command line (else the request's, else 1)
+  std::string trace;         // sacct --json output; default a synthetic trace
+  std::string task_options;  // a request document (reliability, drains, ...)
 };
 
 // What every mode starts from.
@@ -198,6 +211,78 @@ int RunFlowMode(const SimulateArgs& a, const Inputs& in) {
   return 0;
 }
 
+std::optional<std::string> ReadFile(const std::string& path, int* code) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    *code = Fail(kUsage, fmt::format("{}: cannot open", path));
+    return std::nullopt;
+  }
+  std::string text;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
+// Task level: a year of failures, drains and jobs over the fabric (sim/task_sim.h).
+int RunTaskMode(const SimulateArgs& a) {
+  if (a.format != "json" && a.format != "text" && a.format != "table" && a.format != "csv") {
+    return Fail(kUsage, "--format must be json, text or csv with --mode task");
+  }
+  if (a.topology.empty() == a.preset.empty()) return Fail(kUsage, "--mode task: give --topology FILE or --preset NAME");
+  std::shared_ptr<const model::Topology> topology;
+  if (!a.preset.empty()) {
+    auto preset = fabric::FindPreset(a.preset);
+    if (!preset) return Fail(kUsage, fmt::format("--preset '{}': no such preset (demo, small, 32k, ...)", a.preset));
+    auto topo = model::BuildTopology(fabric::GenerateFabric(preset->fabric));
+    if (!topo) return Fail(kFailed, topo.error().message);
+    topology = std::make_shared<const model::Topology>(std::move(*topo));
+  } else {
+    auto spec = codec::ReadTopologySpecFile(a.topology);
+    if (!spec) return Fail(kUsage, fmt::format("{}: {}", a.topology, spec.error().message));
+    auto topo = model::BuildTopology(*spec);
+    if (!topo) return Fail(kUsage, fmt::format("{}: {}", a.topology, topo.error().message));
+    topology = std::make_shared<const model::Topology>(std::move(*topo));
+  }
+  int code = 0;
+  nlohmann::json request = nlohmann::json::object();
+  if (!a.task_options.empty()) {
+    auto text = ReadFile(a.task_options, &code);
+    if (!text) return code;
+    request = nlohmann::json::parse(*text, nullptr, false);
+    if (request.is_discarded() || !request.is_object()) {
+      return Fail(kUsage, fmt::format("{}: not a JSON object", a.task_options));
+    }
+  }
+  if (!a.horizon.empty()) request["horizon"] = a.horizon;
+  if (a.seed_given) request["seed"] = a.seed;
+  if (!a.trace.empty()) {
+    auto text = ReadFile(a.trace, &code);
+    if (!text) return code;
+    nlohmann::json sacct = nlohmann::json::parse(*text, nullptr, false);
+    if (sacct.is_discarded())
+      return Fail(kUsage, fmt::format("{}: not valid JSON (expected sacct --json output)", a.trace));
+    request["trace"] = {{"sacct", std::move(sacct)}};
+  }
+  auto run = engine::ParseTaskRequest(request, *topology);
+  if (!run) return Fail(kUsage, run.error().message);
+  for (const auto& s : run->trace_diagnostics.skipped) {
+    fmt::print(stderr, "drainwise simulate: trace: {} left out: {}\n", s.item, s.reason);
+  }
+  fmt::print(stderr, "drainwise simulate: task level, {} hosts, trace {}\n", topology->hosts().size(),
+             run->trace_source);
+  auto report = sim::SimulateTasks(topology, run->trace, run->options);
+  if (!report) return Fail(kFailed, report.error().message);
+  if (a.format == "json") {
+    fmt::print("{}\n", report::TaskReportToJson(*report).dump(2));
+  } else if (a.format == "csv") {
+    fmt::print("{}", report::TaskSeriesCsv(*report));
+  } else {
+    fmt::print("{}", report::TaskReportText(*report));
+  }
+  return 0;
+}
+
 struct Mode {
   const char* name;
   int (*run)(const SimulateArgs&, const Inputs&);
@@ -208,6 +293,8 @@ constexpr Mode kModes[] = {
 };
 
 int RunSimulate(const SimulateArgs& a) {
+  if (a.mode == "task") return RunTaskMode(a);
+  if (a.topology.empty() || a.jobs.empty()) return Fail(kUsage, "--topology and --jobs are required");
   if (a.format != "json" && a.format != "table") return Fail(kUsage, "--format must be json or table");
   const Mode* mode = nullptr;
   for (const Mode& m : kModes) {
@@ -232,15 +319,24 @@ int RunSimulate(const SimulateArgs& a) {
 void RegisterSimulate(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<SimulateArgs>();
   auto* cmd = app.add_subcommand("simulate", "What a drain does to the jobs, offline, from files");
-  cmd->add_option("--topology", args->topology, "drainwise.topology/v1 file")->required();
-  cmd->add_option("--jobs", args->jobs, "drainwise.jobs/v1 file")->required();
+  cmd->add_option("--topology", args->topology, "drainwise.topology/v1 file (required but with --mode task --preset)");
+  cmd->add_option("--jobs", args->jobs, "drainwise.jobs/v1 file (required but with --mode task)");
   cmd->add_option("--drain", args->drain, "Drain file: {\"switches\":[...], \"links\":[...]}");
   cmd->add_option("--switch", args->switches, "A switch to drain (repeatable; added to --drain)");
   cmd->add_option(
          "--mode", args->mode,
-         "Fidelity: job (structural: paths, spray bandwidth) | flow (max-min fair flows: comm and iteration times)")
+         "Fidelity: job (structural: paths, spray bandwidth) | flow (max-min fair flows: comm and iteration times) | "
+         "task (a horizon of failures, drains and jobs: availability, lost GPU-hours)")
       ->capture_default_str();
-  cmd->add_option("--format", args->format, "json | table")->capture_default_str();
+  cmd->add_option("--format", args->format, "json | table (--mode task: json | text | csv, the time series)")
+      ->capture_default_str();
+  cmd->add_option("--preset", args->preset,
+                  "--mode task: a named synthetic fabric (32k, demo, small) instead of --topology");
+  cmd->add_option("--horizon", args->horizon, "--mode task: simulated time, e.g. 365d, 12h (default 365d)");
+  cmd->add_option("--trace", args->trace,
+                  "--mode task: the output of sacct --json as the workload (default synthetic)");
+  cmd->add_option("--options", args->task_options,
+                  "--mode task: a request document (reliability, drains, ...; docs/task-level.md)");
   cmd->add_option("--candidates", args->candidates,
                   "Rank every single-switch drain of a tier (e.g. spine) or of a comma-separated list");
   cmd->add_flag("--only-affected", args->only_affected, "JSON: list only the jobs the drain affects");
@@ -249,7 +345,9 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--hash-seeds", args->hash_seeds, "--mode flow, hash routing: seeds (mean and worst)")
       ->capture_default_str();
-  cmd->add_option("--seed", args->seed, "--mode flow, hash routing: first seed")->capture_default_str();
+  cmd->add_option("--seed", args->seed,
+                  "--mode flow, hash routing: first seed; --mode task: seed of failures and of the synthetic trace")
+      ->capture_default_str();
   cmd->add_option("--goodput", args->goodput, "--mode flow: usable share of line rate (default 0.95)");
   cmd->add_option("--per-hop-latency-us", args->per_hop_latency_us,
                   "--mode flow: one-way latency per link of a path; a step pays a round trip (default 1)");
@@ -261,7 +359,10 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--fluid-only", args->fluid_only,
                 "--mode flow: pure fluid model (goodput 1, no latency), as in the exactness contract");
-  cmd->callback([args, exit_code] { *exit_code = RunSimulate(*args); });
+  cmd->callback([args, exit_code, cmd] {
+    args->seed_given = cmd->count("--seed") > 0;
+    *exit_code = RunSimulate(*args);
+  });
 }
 
 }  // namespace drainwise::app
