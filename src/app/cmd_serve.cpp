@@ -321,6 +321,7 @@ int RunServe(const ServeArgs& args) {
 
   server::ApiHooks hooks;
   hooks.metrics = [&metrics] { return metrics.Render(); };
+  hooks.background_log = Logger("simulations");
   hooks.store_writable = [&store_prober](std::string* why) { return store_prober.Writable(why); };
   if (sources) {
     hooks.sources = [&sources] {

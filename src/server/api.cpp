@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "server/background.h"
 #include "server/problem.h"
 #include "server/routes/common.h"
 #include "server/routes/idempotency.h"
@@ -89,9 +90,11 @@ Api::Api(State* state, Engine* engine, ApiHooks hooks)
     : state_(state),
       engine_(engine),
       hooks_(std::move(hooks)),
-      keys_in_flight_(std::make_unique<routing::KeysInFlight>()) {}
+      keys_in_flight_(std::make_unique<routing::KeysInFlight>()),
+      background_(std::make_unique<BackgroundRuns>()) {}
 
-Api::~Api() = default;
+// Background runs stop first: they may log through the hooks.
+Api::~Api() { background_.reset(); }
 
 RoutedRequest Api::Route(ApiRequest request) const {
   RoutedRequest rr;

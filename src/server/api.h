@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <spdlog/logger.h>
+
 #include "server/auth.h"
 #include "server/engine.h"
 #include "server/state.h"
@@ -107,7 +109,11 @@ struct ApiHooks {
   std::function<Result<nlohmann::json>(const std::string&)> job_paths;  // GET /v1/jobs/{id}/paths
   // After each stored assessment or plan: its kind, verdict and duration.
   std::function<void(const std::string& kind, const std::string& verdict, double seconds)> on_result;
+  // Background runs (POST /v1/simulations): start, progress and end lines. May be null.
+  std::shared_ptr<spdlog::logger> background_log;
 };
+
+class BackgroundRuns;
 
 class Api {
  public:
@@ -168,6 +174,11 @@ class Api {
   ApiResponse GetCalibration(const RoutedRequest& rr);
   ApiResponse PostCalibration(const RoutedRequest& rr);
   ApiResponse PutCalibration(const RoutedRequest& rr);
+  // Background simulations (src/server/routes/simulations.cpp, src/server/background.h).
+  ApiResponse PostSimulationRun(const RoutedRequest& rr);
+  ApiResponse ListSimulationRuns(const RoutedRequest& rr);
+  ApiResponse GetSimulationRun(const RoutedRequest& rr);
+  ApiResponse DeleteSimulationRun(const RoutedRequest& rr);
 
   // The time and the cancellation of an engine call for `req`; the view
   // comes from state_->view(), read once per request.
@@ -179,6 +190,7 @@ class Api {
   std::shared_ptr<const TokenTable> tokens_;
   std::atomic<uint64_t> sequence_{0};
   std::unique_ptr<routing::KeysInFlight> keys_in_flight_;  // Idempotency-Keys whose first request runs
+  std::unique_ptr<BackgroundRuns> background_;             // POST /v1/simulations; cancelled and joined first
 };
 
 // Helpers shared with the hooks' implementations.

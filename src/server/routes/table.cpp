@@ -64,6 +64,15 @@ const std::vector<Route>& Api::Routes() {
        "Fit the transport parameters to the observations (apply=true to use them)"},
       {"PUT", "/v1/calibration", kAdmin, kRead, &Api::PutCalibration,
        "Replace the calibration (drainwise.calibration/v1)"},
+      // background simulations: the route only starts, reads or cancels a run, which runs on a
+      // thread of its own (src/server/background.h), so these wait on the read queue
+      {"POST", "/v1/simulations", kOperator, kRead, &Api::PostSimulationRun,
+       "Start a long simulation in the background (mode task); 202 with its Location"},
+      {"GET", "/v1/simulations", kReader, kRead, &Api::ListSimulationRuns, "Background simulations remembered"},
+      {"GET", "/v1/simulations/{id}", kReader, kRead, &Api::GetSimulationRun,
+       "A background simulation: state, progress and, once done, its result (format=json|text|csv)"},
+      {"DELETE", "/v1/simulations/{id}", kOperator, kRead, &Api::DeleteSimulationRun,
+       "Cancel a running background simulation, or forget a finished one"},
   };
   return routes;
 }
