@@ -6,6 +6,8 @@
 // Adding a mode (e.g. "packet"): one row below whose Prepare turns the
 // request body and the serving view into a BackgroundRunFn. It runs on a
 // thread of its own: it must report progress and honour the stop token.
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "codec/json_reader.h"
@@ -48,8 +50,17 @@ Result<BackgroundRunFn> PrepareTask(const json& body, const RunContext& ctx) {
         log->info("task run: {} % simulated", tenth * 10);
       }
     };
+    const auto start = std::chrono::steady_clock::now();
     auto report = sim::SimulateTasks(topology, shared->trace, shared->options, on_progress, stop);
-    if (!report) return tl::unexpected(report.error());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!report) {
+      if (log) log->info("task run: stopped after {:.2f} s: {}", seconds, report.error().message);
+      return tl::unexpected(report.error());
+    }
+    if (log) {
+      log->info("task run: done in {:.2f} s, {} events, {} network passes", seconds, report->events,
+                report->network_passes);
+    }
     BackgroundResult result;
     result.document = report::TaskReportToJson(*report);
     json skipped = json::array();
