@@ -13,6 +13,7 @@ import {highlightJob} from './highlight.js';
 import {showGuide, renderChips, addTypedSwitch, runAssessment, loadAssessment} from './whatif.js';
 import {runCandidates} from './candidates.js';
 import {renderPlanChips, fillPlanGroups, runPlan, loadPlan} from './plans.js';
+import {runTask, loadTask, stopTaskPolling} from './task.js';
 
 async function loadDrains() {
   try {
@@ -74,6 +75,7 @@ async function loadAll() {
 // #/assessments/ID        a stored assessment (shareable)
 // #/candidates[?tier=T]   drain candidates
 // #/plan, #/plans/ID      maintenance plans
+// #/task, #/task/ID       task-level simulation (a background run)
 function route() {
   const hash = location.hash.replace(/^#/, '') || '/';
   const [path, query] = hash.split('?');
@@ -81,10 +83,13 @@ function route() {
   let view = 'fabric';
   if (parts[0] === 'candidates') view = 'candidates';
   if (parts[0] === 'plan' || parts[0] === 'plans') view = 'plan';
-  for (const v of ['fabric', 'candidates', 'plan']) $('#view-' + v).hidden = v !== view;
+  if (parts[0] === 'task') view = 'task';
+  for (const v of ['fabric', 'candidates', 'plan', 'task']) $('#view-' + v).hidden = v !== view;
   for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.view === view);
   if (parts[0] === 'assessments' && parts[1]) loadAssessment(parts[1]);
   if (parts[0] === 'plans' && parts[1]) loadPlan(parts[1]);
+  stopTaskPolling();
+  if (parts[0] === 'task' && parts[1]) loadTask(parts[1]);
   if (view === 'candidates') {
     const tier = new URLSearchParams(query || '').get('tier');
     if (tier) $('#cand-tier').value = tier;
@@ -126,6 +131,7 @@ function wire() {
     ev.target.value = '';
     renderPlanChips();
   });
+  $('#task-run').addEventListener('click', runTask);
   $('#plan-clear').addEventListener('click', () => { S.planSwitches = []; renderPlanChips(); $('#plan').replaceChildren(); });
   window.addEventListener('hashchange', route);
 }
