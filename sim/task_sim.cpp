@@ -804,9 +804,10 @@ void Simulation::OnSample(double t) {
   s.end_s = t;
   const double dt = t - mark_.t;
   if (dt > 0) {
-    s.switch_availability = report_.switches ? (i_switch_up_ - mark_.i_switch_up) / dt / report_.switches : 1;
-    s.gpu_availability = report_.gpus ? (i_gpu_avail_ - mark_.i_gpu_avail) / dt / report_.gpus : 1;
-    s.gpu_utilization = report_.gpus ? (i_gpu_alloc_ - mark_.i_gpu_alloc) / dt / report_.gpus : 0;
+    auto share = [dt](double integral, double n) { return n > 0 ? std::min(1.0, integral / (dt * n)) : 1.0; };
+    s.switch_availability = share(i_switch_up_ - mark_.i_switch_up, report_.switches);
+    s.gpu_availability = share(i_gpu_avail_ - mark_.i_gpu_avail, report_.gpus);
+    s.gpu_utilization = report_.gpus ? std::min(1.0, (i_gpu_alloc_ - mark_.i_gpu_alloc) / (dt * report_.gpus)) : 0;
   }
   const double fail = report_.failure.total_gpu_h();
   const double drain = report_.planned_drain.total_gpu_h();
@@ -911,13 +912,16 @@ Result<TaskReport> Simulation::Run() {
 
   TaskReport& r = report_;
   const double h = o_.horizon_s;
-  r.switch_availability = r.switches ? i_switch_up_ / h / r.switches : 1;
-  r.switch_in_service = r.switches ? i_switch_service_ / h / r.switches : 1;
-  r.link_capacity_in_service = capacity_total_ > 0 ? i_capacity_ / h / capacity_total_ : 1;
-  r.gpu_availability = r.gpus ? i_gpu_avail_ / h / r.gpus : 1;
+  // Shares of a time integral: capped at 1 against rounding (1 + 2e-16 for a
+  // fabric where nothing failed).
+  auto share = [](double integral, double whole) { return whole > 0 ? std::min(1.0, integral / whole) : 1.0; };
+  r.switch_availability = share(i_switch_up_, h * r.switches);
+  r.switch_in_service = share(i_switch_service_, h * r.switches);
+  r.link_capacity_in_service = share(i_capacity_, h * capacity_total_);
+  r.gpu_availability = share(i_gpu_avail_, h * r.gpus);
   for (size_t i = 0; i < r.tiers.size(); ++i) {
-    r.tiers[i].availability = i_tier_up_[i] / h / r.tiers[i].switches;
-    r.tiers[i].in_service = i_tier_service_[i] / h / r.tiers[i].switches;
+    r.tiers[i].availability = share(i_tier_up_[i], h * r.tiers[i].switches);
+    r.tiers[i].in_service = share(i_tier_service_[i], h * r.tiers[i].switches);
   }
   r.total_gpu_h = r.gpus * h / kSecondsPerHour;
   r.allocated_gpu_h = i_gpu_alloc_ / kSecondsPerHour;

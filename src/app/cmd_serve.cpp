@@ -175,6 +175,7 @@ Result<std::string> Reload(const std::string& config_path, const ConfigOverrides
   }
   if (a.db_path != b.db_path) restart.push_back("db");
   if (a.sources != b.sources || a.profiles != b.profiles) restart.push_back("sources/profiles");
+  if (a.task != b.task) restart.push_back("task");
   std::string out;
   for (const auto& d : done) out += (out.empty() ? "" : "; ") + d;
   if (!restart.empty()) {
@@ -322,6 +323,7 @@ int RunServe(const ServeArgs& args) {
   server::ApiHooks hooks;
   hooks.metrics = [&metrics] { return metrics.Render(); };
   hooks.background_log = Logger("simulations");
+  hooks.task_defaults = daemon_config.task;
   hooks.store_writable = [&store_prober](std::string* why) { return store_prober.Writable(why); };
   if (sources) {
     hooks.sources = [&sources] {

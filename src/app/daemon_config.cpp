@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "engine/options.h"
+#include "engine/task_request.h"
 
 namespace drainwise::app {
 
@@ -24,6 +25,9 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path, const ConfigOverr
   auto advisor = engine::ParseAdvisorOptions(cfg.advisor, cfg.simulation);
   if (!advisor) return tl::unexpected(advisor.error().Wrap(where));
   out.advisor = std::move(*advisor);
+
+  if (auto task = engine::CheckTaskDefaults(cfg.task); !task) return tl::unexpected(task.error().Wrap(where));
+  out.task = cfg.task;
 
   auto connectors =
       connectors::ParseConnectorsConfig(nlohmann::json{{"sources", cfg.sources}, {"profiles", cfg.profiles}});

@@ -37,6 +37,7 @@ struct DaemonConfig {
   connectors::DegradedThresholds thresholds;
   std::optional<policies::Policy> policy;            // from policy_file; nullopt without one
   std::shared_ptr<const server::TokenTable> tokens;  // null without tokens_file
+  nlohmann::json task;  // "task": defaults of every task-level request (engine::TaskDefaults)
 };
 
 // `path` empty: the defaults (then only the overrides are checked). Errors

@@ -27,7 +27,7 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
     Config c;
     ObjectReader r(doc, "");
     r.RejectUnknown({"listen", "db", "policy_file", "log_level", "server", "sources", "profiles", "telemetry",
-                     "simulation", "advisor", "store", "$schema", "comment"});
+                     "simulation", "advisor", "store", "task", "$schema", "comment"});
     auto& s = c.server;
     s.listen = r.StringOr("listen", s.listen);
     c.db_path = r.StringOr("db", c.db_path);
@@ -102,6 +102,10 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
       if (!r.Raw("advisor").is_object()) throw FieldError("advisor", "expected an object");
       c.advisor = r.Raw("advisor");
     }
+    if (r.Has("task")) {
+      if (!r.Raw("task").is_object()) throw FieldError("task", "expected an object");
+      c.task = r.Raw("task");
+    }
     return c;
   } catch (const FieldError& e) {
     return InvalidArgument(std::string("config: ") + e.what());
@@ -140,7 +144,8 @@ nlohmann::json ConfigToJson(const Config& c) {
           {"profiles", c.profiles},
           {"telemetry", c.telemetry},
           {"simulation", c.simulation},
-          {"advisor", c.advisor}};
+          {"advisor", c.advisor},
+          {"task", c.task}};
 }
 
 }  // namespace drainwise::config

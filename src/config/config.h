@@ -47,6 +47,7 @@ struct Config {
   nlohmann::json telemetry = nlohmann::json::object();   // degraded-link thresholds
   nlohmann::json simulation = nlohmann::json::object();  // flow-level defaults
   nlohmann::json advisor = nlohmann::json::object();     // advisor defaults
+  nlohmann::json task = nlohmann::json::object();        // task-level defaults (engine/task_request.h)
 };
 
 Result<Config> ParseConfig(const nlohmann::json& doc);

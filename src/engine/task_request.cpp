@@ -109,6 +109,39 @@ std::vector<sim::TaskJob> TraceFromSacct(const std::vector<connectors::SacctJob>
   return out;
 }
 
+json ApplyTaskDefaults(const json& defaults, const json& request) {
+  if (!defaults.is_object() || defaults.empty() || !request.is_object()) return request;
+  json out = defaults;
+  for (auto it = request.begin(); it != request.end(); ++it) {
+    if (it.key() == "reliability" && it->is_object() && out.contains("reliability") && out["reliability"].is_object()) {
+      for (auto k = it->begin(); k != it->end(); ++k) out["reliability"][k.key()] = k.value();
+    } else {
+      out[it.key()] = it.value();
+    }
+  }
+  return out;
+}
+
+Status CheckTaskDefaults(const json& defaults) {
+  if (defaults.is_null() || (defaults.is_object() && defaults.empty())) return {};
+  if (!defaults.is_object()) return InvalidArgument("task: expected an object");
+  for (const char* key : {"mode", "drains", "trace"}) {
+    if (defaults.contains(key)) {
+      return InvalidArgument(fmt::format("task.{}: not a default: give it in each request", key));
+    }
+  }
+  const model::Topology empty;
+  auto run = ParseTaskRequest(defaults, empty);
+  if (!run) return tl::unexpected(run.error().Wrap("task"));
+  // The simulator's cross-field rule, checked here so a bad file fails at load.
+  for (const auto& [kind, r] : run->options.reliability) {
+    if (r.mtbf_h > 0 && r.mttr_h <= 0) {
+      return InvalidArgument(fmt::format("task.reliability.{}: mttr_h must be > 0 when mtbf_h is", kind));
+    }
+  }
+  return {};
+}
+
 Result<TaskRun> ParseTaskRequest(const json& r, const model::Topology& topology) {
   if (!r.is_object()) return InvalidArgument("request: must be a JSON object");
   if (auto ok = OnlyKnown(r, "",

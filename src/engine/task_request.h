@@ -41,6 +41,14 @@ struct TaskRun {
 
 Result<TaskRun> ParseTaskRequest(const nlohmann::json& request, const model::Topology& topology);
 
+// The daemon configuration's "task" section: defaults under every request,
+// e.g. {"reliability": {"spine": {"mtbf_h": 150000, "mttr_h": 4}}, "comm_fraction": 0.3}.
+// A request's field replaces the default's, but "reliability" merges by kind.
+nlohmann::json ApplyTaskDefaults(const nlohmann::json& defaults, const nlohmann::json& request);
+// Checks a "task" section: the fields of a request but "mode", "drains" and
+// "trace", which belong to each request. Errors name the field: "task.reliability.spine: ...".
+Status CheckTaskDefaults(const nlohmann::json& defaults);
+
 // "365d", "12h", "90m", "3600s" or a number of seconds; > 0. `field` names
 // the field in errors.
 Result<double> ParseDurationSeconds(const nlohmann::json& value, std::string_view field);

@@ -111,6 +111,8 @@ struct ApiHooks {
   std::function<void(const std::string& kind, const std::string& verdict, double seconds)> on_result;
   // Background runs (POST /v1/simulations): start, progress and end lines. May be null.
   std::shared_ptr<spdlog::logger> background_log;
+  // The configuration's "task" section: defaults of every task-level request.
+  nlohmann::json task_defaults = nlohmann::json::object();
 };
 
 class BackgroundRuns;

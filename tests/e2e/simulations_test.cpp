@@ -3,6 +3,7 @@
 // embedded demo fabric.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <string>
 
 #include "testing/daemon.h"
@@ -135,4 +136,37 @@ TEST_CASE("a bad simulation request names the field") {
   CHECK(r.status == 400);
   CHECK(r.Json()["detail"].get<std::string>().rfind("drains[0]: ", 0) == 0);
   CHECK(d.Get("/v1/simulations/sim-0-none").status == 404);
+}
+
+TEST_CASE("the configuration's task section sets the defaults of every run; a bad one stops the start") {
+  const std::string dir = testing::MakeTempDir();
+  {
+    std::ofstream(dir + "/config.json") << R"({"task":{"reliability":{"host":{"mtbf_h":0},"link":{"mtbf_h":0},
+                                               "switch":{"mtbf_h":0}}}})";
+  }
+  testing::Daemon d({"--config", dir + "/config.json"}, dir);
+  REQUIRE_MESSAGE(d.started(), d.log());
+  // Nothing fails under this configuration, unless a request says otherwise (merged by kind).
+  auto quiet = d.Call("POST", "/v1/simulations", R"({"mode":"task","horizon":"30d"})");
+  auto hosts = d.Call("POST", "/v1/simulations",
+                      R"({"mode":"task","horizon":"30d","reliability":{"host":{"mtbf_h":100,"mttr_h":5}}})");
+  REQUIRE(quiet.status == 202);
+  REQUIRE(hosts.status == 202);
+  json a, b;
+  CHECK(testing::Eventually([&] {
+    a = Status(d, quiet.headers["location"]);
+    b = Status(d, hosts.headers["location"]);
+    return a.value("state", "") == "done" && b.value("state", "") == "done";
+  }));
+  CHECK(a["result"]["fabric"]["host_failures"] == 0);
+  CHECK(a["result"]["fabric"]["link_failures"] == 0);
+  CHECK(a["result"]["fabric"]["switch_availability"].get<double>() == doctest::Approx(1.0));
+  CHECK(a["result"]["lost"]["failure"]["interruptions"] == 0);
+  CHECK(b["result"]["fabric"]["host_failures"].get<int>() > 0);
+  CHECK(b["result"]["fabric"]["link_failures"] == 0);
+
+  { std::ofstream(dir + "/bad.json") << R"({"task":{"reliability":{"spine":{"mtbf_h":10,"mttr_h":0}}}})"; }
+  std::string out, err;
+  CHECK(testing::RunDrainwise({"config", "check", dir + "/bad.json"}, &out, &err) != 0);
+  CHECK(err.find("task.reliability.spine: mttr_h must be > 0 when mtbf_h is") != std::string::npos);
 }

@@ -101,3 +101,29 @@ TEST_CASE("sacct records as a trace: times from the first submission, elapsed as
 
 }  // namespace
 }  // namespace drainwise::engine
+
+namespace drainwise::engine {
+namespace {
+
+TEST_CASE("the configuration's task section: defaults under each request, reliability merged by kind") {
+  const json defaults = json::parse(R"({"reliability":{"spine":{"mtbf_h":100,"mttr_h":2},"host":{"mtbf_h":0}},
+                                        "comm_fraction":0.4,"horizon":"30d"})");
+  CHECK(CheckTaskDefaults(defaults));
+  const json merged = ApplyTaskDefaults(defaults, json::parse(R"({"mode":"task","horizon":"2d",
+                                                                  "reliability":{"spine":{"mtbf_h":50,"mttr_h":1}}})"));
+  CHECK(merged["horizon"] == "2d");                       // the request wins
+  CHECK(merged["comm_fraction"] == 0.4);                  // the default fills in
+  CHECK(merged["reliability"]["spine"]["mtbf_h"] == 50);  // by kind: the request's spine
+  CHECK(merged["reliability"]["host"]["mtbf_h"] == 0);    // and the default's host
+  CHECK(ApplyTaskDefaults(json::object(), json{{"mode", "task"}}) == json{{"mode", "task"}});
+
+  CHECK(CheckTaskDefaults(json::parse(R"({"drains":[]})")).error().message ==
+        "task.drains: not a default: give it in each request");
+  CHECK(CheckTaskDefaults(json::parse(R"({"reliability":{"leaf":{"mtbf_h":10,"mttr_h":0}}})")).error().message ==
+        "task.reliability.leaf: mttr_h must be > 0 when mtbf_h is");
+  CHECK(CheckTaskDefaults(json::parse(R"({"comm_fraction":"x"})")).error().message ==
+        "task: comm_fraction: must be a number");
+}
+
+}  // namespace
+}  // namespace drainwise::engine

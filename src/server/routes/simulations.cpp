@@ -27,12 +27,13 @@ namespace {
 struct RunContext {
   const engine::View& view;
   std::shared_ptr<spdlog::logger> log;  // may be null
+  const ApiHooks& hooks;
 };
 
 // The task-level simulation (sim/task_sim.h) on the serving view's topology.
 Result<BackgroundRunFn> PrepareTask(const json& body, const RunContext& ctx) {
   std::shared_ptr<const model::Topology> topology = ctx.view.snapshot->topology;
-  auto run = engine::ParseTaskRequest(body, *topology);
+  auto run = engine::ParseTaskRequest(engine::ApplyTaskDefaults(ctx.hooks.task_defaults, body), *topology);
   if (!run) return tl::unexpected(run.error());
   auto shared = std::make_shared<engine::TaskRun>(std::move(*run));
   return [topology, shared, log = ctx.log](const BackgroundProgress& progress,
@@ -118,7 +119,7 @@ ApiResponse Api::PostSimulationRun(const RoutedRequest& rr) {
   }
   auto view = state_->view();
   if (!view || !view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
-  auto fn = found->prepare(*body, RunContext{*view, hooks_.background_log});
+  auto fn = found->prepare(*body, RunContext{*view, hooks_.background_log, hooks_});
   if (!fn) return ErrorResponse(fn.error(), rr.path);
   auto id = background_->Start(mode, rr.principal, std::move(*fn));
   if (!id) {
