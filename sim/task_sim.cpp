@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <random>
 #include <set>
@@ -959,31 +960,52 @@ Result<TaskReport> SimulateTasks(std::shared_ptr<const model::Topology> topology
   return sim.Run();
 }
 
-std::vector<TaskJob> GenerateSyntheticTrace(const SyntheticTraceOptions& o) {
-  std::vector<TaskJob> out;
+namespace {
+
+struct SyntheticLaw {
+  int kmax = 0;
+  double ratio = 1;
+  double rate = 0;  // arrivals per second
+};
+
+std::optional<SyntheticLaw> LawOf(const SyntheticTraceOptions& o) {
   if (o.total_hosts <= 0 || !(o.horizon_s > 0) || !(o.load > 0) || !(o.min_work_s > 0) ||
       !(o.max_work_s >= o.min_work_s)) {
-    return out;
+    return std::nullopt;
   }
-  Rng rng(o.seed);
+  SyntheticLaw law;
   const int cap = std::max(1, std::min(o.max_hosts, o.total_hosts / 4));
-  int kmax = 0;
-  while ((2 << kmax) <= cap) ++kmax;
+  while ((2 << law.kmax) <= cap) ++law.kmax;
   // E[hosts] over k uniform in [0, kmax]; E[work] of the log-uniform law.
-  const double mean_hosts = (std::pow(2.0, kmax + 1) - 1) / (kmax + 1);
-  const double ratio = o.max_work_s / o.min_work_s;
-  const double mean_work = ratio > 1 ? (o.max_work_s - o.min_work_s) / std::log(ratio) : o.min_work_s;
-  const double rate = o.load * o.total_hosts / (mean_hosts * mean_work);  // arrivals per second
-  double t = rng.Exponential(1 / rate);
+  const double mean_hosts = (std::pow(2.0, law.kmax + 1) - 1) / (law.kmax + 1);
+  law.ratio = o.max_work_s / o.min_work_s;
+  const double mean_work = law.ratio > 1 ? (o.max_work_s - o.min_work_s) / std::log(law.ratio) : o.min_work_s;
+  law.rate = o.load * o.total_hosts / (mean_hosts * mean_work);
+  return law;
+}
+
+}  // namespace
+
+double ExpectedSyntheticJobs(const SyntheticTraceOptions& o) {
+  auto law = LawOf(o);
+  return law ? law->rate * o.horizon_s : 0;
+}
+
+std::vector<TaskJob> GenerateSyntheticTrace(const SyntheticTraceOptions& o) {
+  std::vector<TaskJob> out;
+  auto law = LawOf(o);
+  if (!law) return out;
+  Rng rng(o.seed);
+  double t = rng.Exponential(1 / law->rate);
   for (int64_t i = 0; t < o.horizon_s; ++i) {
     TaskJob job;
     job.id = fmt::format("syn-{}", i);
     job.submit_s = t;
-    job.hosts = 1 << rng.Below(kmax + 1);
-    job.work_s = o.min_work_s * std::pow(ratio, rng.Uniform());
+    job.hosts = 1 << rng.Below(law->kmax + 1);
+    job.work_s = o.min_work_s * std::pow(law->ratio, rng.Uniform());
     job.limit_s = job.work_s * (1 + rng.Uniform());
     out.push_back(std::move(job));
-    t += rng.Exponential(1 / rate);
+    t += rng.Exponential(1 / law->rate);
   }
   return out;
 }

@@ -213,5 +213,8 @@ struct SyntheticTraceOptions {
   double max_work_s = 72 * 3600.0;
 };
 std::vector<TaskJob> GenerateSyntheticTrace(const SyntheticTraceOptions& options);
+// The expected number of jobs GenerateSyntheticTrace makes (arrival rate x
+// horizon), for bounding a request before generating it.
+double ExpectedSyntheticJobs(const SyntheticTraceOptions& options);
 
 }  // namespace drainwise::sim

@@ -163,6 +163,7 @@ Result<TaskRun> ParseTaskRequest(const json& r, const model::Topology& topology)
     if (!s) return tl::unexpected(s.error());
     o.sample_interval_s = *s;
   }
+  if (o.horizon_s > 36500 * 86400.0) return InvalidArgument("horizon: at most 36500d (100 years)");
   if (o.horizon_s / o.sample_interval_s > 100'000) {
     return InvalidArgument("sample_interval: at most 100,000 steps per horizon");
   }
@@ -290,6 +291,16 @@ Result<TaskRun> ParseTaskRequest(const json& r, const model::Topology& topology)
     }
   }
   if (synthetic) {
+    // Bounded before generating: a request must not make the daemon allocate
+    // gigabytes (each job is about 100 bytes here and 200 in the simulation).
+    constexpr double kMaxJobs = 1'000'000;
+    const double expected = sim::ExpectedSyntheticJobs(syn);
+    if (expected > kMaxJobs) {
+      return InvalidArgument(fmt::format(
+          "trace.synthetic: about {:.0f} jobs over the horizon, more than the limit of 1,000,000 (shorten the horizon "
+          "or lower the load)",
+          expected));
+    }
     run.trace = sim::GenerateSyntheticTrace(syn);
     run.trace_source = fmt::format("synthetic (seed {}, load {}, {} jobs)", syn.seed, syn.load, run.trace.size());
   }

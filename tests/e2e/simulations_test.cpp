@@ -13,12 +13,12 @@ using nlohmann::json;
 
 namespace {
 
-// A run long enough to be seen running and cancelled: ~270 years of the
-// demo fabric with hosts failing every 50 h (millions of events), progress
-// reported once per simulated year.
+// A run long enough to be seen running and cancelled: 100 years of the demo
+// fabric with hosts failing every 50 h (millions of events) and a light
+// trace (about 8,000 jobs), progress reported once per simulated year.
 const char* kLongRun =
-    R"({"mode":"task","horizon":"100000d","sample_interval":"365d","seed":1,
-        "reliability":{"host":{"mtbf_h":50,"mttr_h":5}}})";
+    R"({"mode":"task","horizon":"36500d","sample_interval":"365d","seed":1,
+        "reliability":{"host":{"mtbf_h":50,"mttr_h":5}},"trace":{"synthetic":{"load":0.01}}})";
 
 json Status(testing::Daemon& d, const std::string& location) { return d.Get(location).Json(); }
 

@@ -71,6 +71,7 @@ TEST_CASE("request errors name the field and the rule") {
            Case{R"({"trace":{"sacct":{"nodes":[]}}})",
                 "trace.sacct: sacct --json: no \"jobs\" list (is this the output of sacct --json?)"},
            Case{R"({"horizon":"365d","sample_interval":"1s"})", "sample_interval: at most 100,000 steps per horizon"},
+           Case{R"({"horizon":"36501d"})", "horizon: at most 36500d (100 years)"},
        }) {
     CAPTURE(c.body);
     auto run = ParseTaskRequest(json::parse(c.body), topo);
@@ -123,6 +124,28 @@ TEST_CASE("the configuration's task section: defaults under each request, reliab
         "task.reliability.leaf: mttr_h must be > 0 when mtbf_h is");
   CHECK(CheckTaskDefaults(json::parse(R"({"comm_fraction":"x"})")).error().message ==
         "task: comm_fraction: must be a number");
+}
+
+}  // namespace
+}  // namespace drainwise::engine
+
+namespace drainwise::engine {
+namespace {
+
+TEST_CASE("a synthetic trace too large for memory is refused before it is generated") {
+  // 32k-sized fabric stand-in is not needed: the bound scales with hosts x horizon / job size.
+  const model::Topology topo = testing::TopologyFromJson(testing::TwoByTwo());
+  // 4 hosts, 1-host jobs of mean (72 h - 0.25 h) / ln(288) = 12.7 h at load 2:
+  // 0.63 arrivals per hour, 5,500 a year: 100 years is 550,000, under the
+  // bound; with 1-minute jobs it is far over.
+  auto ok = ParseTaskRequest(json::parse(R"({"horizon":"36500d","trace":{"synthetic":{"load":2}}})"), topo);
+  REQUIRE(ok);
+  CHECK(ok->trace.size() > 500000);
+  auto big = ParseTaskRequest(
+      json::parse(R"({"horizon":"36500d","trace":{"synthetic":{"load":2,"min_work_s":60,"max_work_s":60}}})"), topo);
+  REQUIRE(!big);
+  CHECK(big.error().message.rfind("trace.synthetic: about ", 0) == 0);
+  CHECK(big.error().message.find("more than the limit of 1,000,000") != std::string::npos);
 }
 
 }  // namespace
