@@ -90,7 +90,7 @@ struct TaskOptions {
   // in service (capped at its NIC count).
   int min_nics_up = 1;
   double comm_fraction = 0.2;           // share of an iteration spent communicating, in [0, 1]
-  double checkpoint_interval_s = 3600;  // default for jobs of the trace
+  double checkpoint_interval_s = 3600;  // default for jobs of the trace; 0: never (a cut loses all work)
   double restart_cost_s = 600;          // default: reload and warm-up after an interruption
   int backfill_depth = 100;             // queued jobs behind the head considered for backfill
   double sample_interval_s = 86400;     // time series step (> 0)

@@ -343,3 +343,46 @@ TEST_CASE("a stop token cancels the run") {
 
 }  // namespace
 }  // namespace drainwise
+
+namespace drainwise {
+namespace {
+
+// 4 hosts with 2 NICs each (rail leaves r0 and r1), 8 GPUs each; one 4-host
+// job of 10 h. Host 0's NIC 0 link is drained in [1 h, 4 h): that host keeps
+// 1 of its 2 NICs, so the job's bandwidth fraction is 1/2 and, with half of
+// an iteration communicating, it runs at 1 / (0.5 + 0.5 / 0.5) = 2/3 speed:
+// ends at 11 h; slowdown 32 GPUs x 3 h x 1/3 = 32 GPU-h. With min_nics_up = 2
+// host 0's 8 GPUs count as unavailable for those 3 h: GPU availability
+// 1 - 8 x 3 / (32 x 24) = 0.96875.
+TEST_CASE("a host that loses one of its NICs slows its job by its share of NICs") {
+  fabric::FabricOptions f;
+  f.hosts = 4;
+  f.hosts_per_leaf = 4;
+  f.rails = 2;
+  f.spines_per_pod = 1;
+  auto topo = Fabric(f);
+  const model::NodeId h0 = topo->hosts()[0];
+  REQUIRE(topo->neighbors(h0).size() == 2);
+  std::vector<sim::TaskJob> trace = {Job("J", 0, 4, 10)};
+  sim::TaskOptions o = NoFailures();
+  o.horizon_s = 24 * kH;
+  o.comm_fraction = 0.5;
+  o.record_jobs = true;
+  sim::DrainWindow w;
+  w.start_s = 1 * kH;
+  w.end_s = 4 * kH;
+  w.drain.links = {topo->neighbors(h0)[0].link};
+  o.drains = {w};
+  auto r = sim::SimulateTasks(topo, trace, o);
+  REQUIRE(r);
+  CHECK(Outcome(*r, "J").end_s == doctest::Approx(11 * kH));
+  CHECK(r->planned_drain.slowdown_gpu_h == doctest::Approx(32));
+  CHECK(r->gpu_availability == 1.0);
+  o.min_nics_up = 2;
+  r = sim::SimulateTasks(topo, trace, o);
+  REQUIRE(r);
+  CHECK(r->gpu_availability == doctest::Approx(0.96875));
+}
+
+}  // namespace
+}  // namespace drainwise
