@@ -837,6 +837,12 @@ Result<TaskReport> Simulation::Run() {
   for (uint32_t d = 0; d < rel_.size(); ++d) {
     if (rel_[d].mtbf_h > 0) Push(rng_.Exponential(rel_[d].mtbf_h * kSecondsPerHour), EventType::kFail, d);
   }
+  // Drain windows before arrivals: at equal times (ties go in push order) a
+  // drain starting at t is in place when a job submitted at t is placed.
+  for (uint32_t w = 0; w < o_.drains.size(); ++w) {
+    Push(o_.drains[w].start_s, EventType::kDrainStart, w);
+    Push(o_.drains[w].end_s, EventType::kDrainEnd, w);
+  }
   jobs_.resize(trace_.size());
   for (uint32_t j = 0; j < trace_.size(); ++j) {
     JobRun& job = jobs_[j];
@@ -847,10 +853,6 @@ Result<TaskReport> Simulation::Run() {
     job.ckpt_s = spec.checkpoint_interval_s > 0 ? spec.checkpoint_interval_s : o_.checkpoint_interval_s;
     job.restart_cost_s = spec.restart_cost_s >= 0 ? spec.restart_cost_s : o_.restart_cost_s;
     if (spec.submit_s < o_.horizon_s) Push(spec.submit_s, EventType::kArrive, j);
-  }
-  for (uint32_t w = 0; w < o_.drains.size(); ++w) {
-    Push(o_.drains[w].start_s, EventType::kDrainStart, w);
-    Push(o_.drains[w].end_s, EventType::kDrainEnd, w);
   }
   const int64_t steps = static_cast<int64_t>(std::ceil(o_.horizon_s / o_.sample_interval_s));
   for (int64_t k = 1; k < steps; ++k) Push(static_cast<double>(k) * o_.sample_interval_s, EventType::kSample);
