@@ -12,6 +12,7 @@
 // flow-level mode with its own options) is one more entry and its options.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -271,8 +272,20 @@ int RunTaskMode(const SimulateArgs& a) {
   }
   fmt::print(stderr, "drainwise simulate: task level, {} hosts, trace {}\n", topology->hosts().size(),
              run->trace_source);
-  auto report = sim::SimulateTasks(topology, run->trace, run->options);
+  // Progress every 10 % of the horizon, and the time taken, on stderr.
+  int last_tenth = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto progress = [&](double f) {
+    const int tenth = static_cast<int>(f * 10);
+    if (tenth <= last_tenth || tenth >= 10) return;
+    last_tenth = tenth;
+    fmt::print(stderr, "drainwise simulate: {} % simulated\n", tenth * 10);
+  };
+  auto report = sim::SimulateTasks(topology, run->trace, run->options, progress);
   if (!report) return Fail(kFailed, report.error().message);
+  fmt::print(stderr, "drainwise simulate: {:.0f} h simulated in {:.2f} s ({} events, {} network passes)\n",
+             report->horizon_s / 3600, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+             report->events, report->network_passes);
   if (a.format == "json") {
     fmt::print("{}\n", report::TaskReportToJson(*report).dump(2));
   } else if (a.format == "csv") {
