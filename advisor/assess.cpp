@@ -24,8 +24,12 @@ using namespace internal;
 Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, const policies::Policy& policy,
                                    std::stop_token stop) const {
   Assessment out;
-  sim::FlowOptions fopts = options_.flow;
-  if (request.routing) fopts.routing = *request.routing;
+  // The request's routing, else the fabric's declared load balancing, else the configuration's.
+  sim::FlowOptions fopts = sim::WithDeclaredLoadBalancing(options_.flow, ctx.snapshot->topology->load_balancing());
+  if (request.routing) {
+    fopts.routing = *request.routing;
+    fopts.routing_source = "request";
+  }
   auto t0 = std::chrono::steady_clock::now();
 
   // Alternatives first: with only `any_of`, the best of them is the scenario.

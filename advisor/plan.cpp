@@ -24,6 +24,8 @@ Result<Plan> Advisor::PlanDrains(const Context& ctx, std::span<const NodeId> swi
                                  const policies::Policy& policy, std::stop_token stop) const {
   Plan plan;
   if (switches.empty()) return plan;
+  const sim::FlowOptions flow_options =
+      sim::WithDeclaredLoadBalancing(options_.flow, ctx.snapshot->topology->load_balancing());
   // Single-switch impact orders the list: the gentlest switches first, so
   // they can share batches.
   struct Single {
@@ -34,7 +36,7 @@ Result<Plan> Advisor::PlanDrains(const Context& ctx, std::span<const NodeId> swi
   for (NodeId s : switches) {
     Drain d;
     d.switches = {s};
-    auto sc = Simulate(ctx, d, false, options_.flow, policy, stop);
+    auto sc = Simulate(ctx, d, false, flow_options, policy, stop);
     if (!sc) return tl::unexpected(sc.error());
     singles.push_back({s, Predict(*sc)});
   }
@@ -48,7 +50,7 @@ Result<Plan> Advisor::PlanDrains(const Context& ctx, std::span<const NodeId> swi
     Drain d;
     d.switches = batch;
     std::sort(d.switches.begin(), d.switches.end());
-    return Simulate(ctx, d, flow, options_.flow, policy, stop);
+    return Simulate(ctx, d, flow, flow_options, policy, stop);
   };
   std::vector<bool> placed(singles.size(), false);
   for (size_t i = 0; i < singles.size(); ++i) {

@@ -16,6 +16,8 @@ std::string_view FlowRoutingName(FlowRouting routing) {
       return "hash";
     case FlowRouting::kHashRehash:
       return "hash-rehash";
+    case FlowRouting::kAdaptive:
+      return "adaptive";
   }
   return "spray";
 }
@@ -25,7 +27,18 @@ std::optional<FlowRouting> ParseFlowRouting(std::string_view name) {
   if (name == "spray-path") return FlowRouting::kSprayPath;
   if (name == "hash" || name == "hash-resilient") return FlowRouting::kHashResilient;
   if (name == "hash-rehash") return FlowRouting::kHashRehash;
+  if (name == "adaptive") return FlowRouting::kAdaptive;
   return std::nullopt;
+}
+
+FlowOptions WithDeclaredLoadBalancing(FlowOptions options, const model::LoadBalancing& declared) {
+  if (!declared.declared()) return options;
+  auto routing = ParseFlowRouting(declared.routing);
+  if (!routing) return options;
+  options.routing = *routing;
+  options.routing_source = "topology";
+  if (declared.hash_seeds > 0) options.hash_seeds = declared.hash_seeds;
+  return options;
 }
 
 Status ValidateFlowOptions(const FlowOptions& o, const model::Topology& topology) {

@@ -1,4 +1,4 @@
-// Spray routing (`spray`, `spray-path`): every demand on its route classes
+// Spray routing (`spray`, `spray-path`, and `adaptive`'s starting point): every demand on its route classes
 // with the mode's fixed split fractions, one aggregate per demand.
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 namespace drainwise::sim {
 
 void FlowSimulator::State::RouteSpray(const model::DrainMask& mask, const RunFrom& from, Scenario& sc) const {
-  const bool per_path = options.routing == FlowRouting::kSprayPath;
+  const bool per_path = options.routing == FlowRouting::kSprayPath || options.routing == FlowRouting::kAdaptive;
   const auto& demands = workload.demands;
   std::vector<int16_t> src_nics, dst_nics;
   for (const FlowDemand& d : demands) RegisterDemand(d, mask, sc.table, src_nics, dst_nics);

@@ -77,11 +77,15 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
   std::vector<uint32_t> previous;
   if (from.reuse != nullptr && options.overload_penalty == 0) {
     previous = ReuseMap(*from.reuse, sc);
-    hint = {&from.reuse->solution, &previous};
+    // adaptive: this first solve is spray-path's, as the reused one.
+    hint = {&from.reuse->SpraySolution(), &previous};
   }
   auto sol = SolveFluid(sc.problem, stop, hint, FluidOptions{options.incremental_solver});
   if (!sol) return tl::unexpected(sol.error());
   sc.solution = std::move(*sol);
+  if (options.routing == FlowRouting::kAdaptive) {
+    if (auto ok = Adapt(from.reuse, sc, stop); !ok) return tl::unexpected(ok.error());
+  }
   if (options.overload_penalty > 0) {
     // Links at or past the threshold at t = 0 lose a further share of their
     // capacity; the fluid model runs again on the penalised capacities.

@@ -7,7 +7,9 @@
 // (the conservative case: every job communicates at once). A flow's route is
 // fixed by the routing mode (`spray`: even split per hop over the
 // shortest-path DAG; `spray-path`: even over all shortest paths; `hash`: one
-// ECMP path per flow from a seeded per-hop hash). Rates are max-min fair with
+// ECMP path per flow from a seeded per-hop hash; `adaptive`: spray-path, then
+// the routes crossing a full link re-split over their shortest paths to
+// balance the load, sim/flow_route_adaptive.cpp). Rates are max-min fair with
 // those fixed split fractions and recomputed whenever flows finish. A job's
 // bandwidth time is when its last flow finishes; its comm time adds the
 // alpha-beta step latency (steps x (2 x hops x per-hop latency + overhead):
@@ -29,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <stop_token>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -44,16 +47,24 @@ enum class FlowRouting : uint8_t {
   kSprayPath,      // even over all equal-cost end-to-end paths
   kHashResilient,  // one hashed ECMP path per flow; a drain moves only flows on removed paths
   kHashRehash,     // one hashed ECMP path per flow; a drain re-hashes every flow
+  kAdaptive,       // congestion-aware: each route's split over its shortest paths balances the load
 };
 
 // The names used on the command line (`--routing`), in the API and in
-// documents: "spray", "spray-path", "hash" (resilient hashing), "hash-rehash".
+// documents: "spray", "spray-path", "hash" (resilient hashing), "hash-rehash",
+// "adaptive".
 std::string_view FlowRoutingName(FlowRouting routing);
 // Those names, and "hash-resilient" (an older name of "hash").
 std::optional<FlowRouting> ParseFlowRouting(std::string_view name);
 
 struct FlowOptions {
-  FlowRouting routing = FlowRouting::kSpray;
+  // The default is spray-path (docs/model.md, "Which routing by default"):
+  // per-hop spray over-predicted core-switch drains by 15-27% against a
+  // packet-level run, spray-path stayed within 4%.
+  FlowRouting routing = FlowRouting::kSprayPath;
+  // Where `routing` came from, reported as is: "default", "config",
+  // "topology" (the fabric's declared load balancing) or "request".
+  std::string routing_source = "default";
   int hash_seeds = 8;  // hash modes: K seeds; results give the mean and the worst
   uint64_t seed = 1;   // hash modes: seeds are seed, seed + 1, ..., seed + K - 1
 
@@ -97,6 +108,12 @@ struct FlowOptions {
   }
 };
 
+// `options` with the fabric's declared load balancing (the topology
+// document's "load_balancing") applied: its routing and, when declared, its
+// hash seeds; routing_source "topology". Unchanged when nothing is declared
+// or the declared name is unknown (the codec refuses those).
+FlowOptions WithDeclaredLoadBalancing(FlowOptions options, const model::LoadBalancing& declared);
+
 // Checks ranges: goodput in (0, 1], latencies >= 0, 1 <= hash_seeds <= 1024,
 // penalty in [0, 1), background sized to the topology's directed links.
 Status ValidateFlowOptions(const FlowOptions& options, const model::Topology& topology);
@@ -137,7 +154,8 @@ struct FlowJobResult {
 };
 
 struct FlowModelInfo {
-  FlowRouting routing = FlowRouting::kSpray;
+  FlowRouting routing = FlowRouting::kSprayPath;
+  std::string routing_source;  // FlowOptions::routing_source
   int seeds = 1;
   double goodput = 1;
   double per_hop_latency_s = 0;
@@ -154,6 +172,7 @@ struct FlowModelInfo {
   size_t redundant_links = 0;  // drained run: loaded links proven unable to saturate (left out of the solve)
   size_t components_solved = 0;
   size_t components_reused = 0;  // drained components copied from the baseline
+  size_t classes_adapted = 0;    // adaptive, drained run: route classes whose split the balancing moved
   size_t events = 0;             // completion batches
   double simulated_s = 0;        // latest finish, drained run
 };

@@ -222,6 +222,7 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
   m.routing = o.routing;
   m.seeds = static_cast<int>(nseeds);
   m.goodput = o.goodput;
+  m.routing_source = o.routing_source;
   m.per_hop_latency_s = o.per_hop_latency_s;
   m.per_message_overhead_s = o.per_message_overhead_s;
   m.overload_threshold = o.overload_threshold;
@@ -234,6 +235,7 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
   m.route_classes = d0.table.classes.size();
   m.tight_links = d0.solution.tight_links;
   m.redundant_links = d0.solution.redundant_links;
+  for (const auto& a : d0.adapted) m.classes_adapted += a.empty() ? 0 : 1;
   for (const SeedOutcome& sc : drained) {
     m.components_solved += sc.components_solved;
     m.components_reused += sc.components_reused;

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <span>
 #include <memory>
 #include <stop_token>
 #include <vector>
@@ -37,6 +39,15 @@ struct Scenario {
   std::vector<uint8_t> job_connected;
   std::vector<double> capacity_bps;  // usable, after penalties
   size_t links_penalised = 0;
+  // adaptive (flow_route_adaptive.cpp): the split of every class whose
+  // traffic the balancing moved (indexed like table.classes; an empty span
+  // keeps the spray-path shares of the table), and the spray-path solution
+  // it started from when any class moved (otherwise `solution` is it).
+  std::vector<std::span<const LinkShare>> adapted;
+  std::deque<std::vector<LinkShare>> adapted_shares;
+  FluidSolution spray_solution;
+  bool any_adapted = false;
+  const FluidSolution& SpraySolution() const { return any_adapted ? spray_solution : solution; }
 };
 
 // Per job of one scenario: when its last flow finishes and its step latency.
@@ -104,6 +115,11 @@ struct FlowSimulator::State {
   };
   void RouteSpray(const model::DrainMask& mask, const RunFrom& from, Scenario& sc) const;
   void RouteHash(const model::DrainMask& mask, const RunFrom& from, uint64_t seed, Scenario& sc) const;
+  // adaptive: `sc` routed and solved spray-path; moves the traffic of the
+  // classes crossing a link full at t = 0 onto their less loaded shortest
+  // paths and solves again (reusing `base`'s adapted components), keeping
+  // the spray-path solution when that carries more at t = 0.
+  Status Adapt(const Scenario* base, Scenario& sc, std::stop_token stop) const;
   Result<Scenario> Run(const model::DrainMask& mask, const RunFrom& from, uint64_t seed, std::stop_token stop) const;
   std::vector<uint32_t> ReuseMap(const Scenario& base, const Scenario& sc) const;
 };

@@ -33,7 +33,7 @@ bool WriteFile(const std::filesystem::path& path, const std::string& text) {
 int RunFabric(const FabricArgs& a) {
   auto preset = fabric::FindPreset(a.preset);
   if (!preset) {
-    fmt::print(stderr, "drainwise fabric: unknown preset '{}' (demo, 32k, 32k-moe, 32k-moe-2to1, small)\n", a.preset);
+    fmt::print(stderr, "drainwise fabric: unknown preset '{}' (demo, 32k, 32k-moe, 32k-moe-2to1, 128k, small)\n", a.preset);
     return 2;
   }
   auto& f = preset->fabric;
@@ -95,7 +95,7 @@ int RunFabric(const FabricArgs& a) {
 void RegisterFabric(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<FabricArgs>();
   auto* cmd = app.add_subcommand("fabric", "Write a synthetic topology.json and jobs.json");
-  cmd->add_option("--preset", args->preset, "demo | 32k | 32k-moe (cross-pod all-to-all) | 32k-moe-2to1 | small")
+  cmd->add_option("--preset", args->preset, "demo | 32k | 32k-moe (cross-pod all-to-all) | 32k-moe-2to1 | 128k | small")
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Output directory")->required();
   cmd->add_option("--tiers", args->tiers, "2 (leaf/spine) or 3 (with superspines)");

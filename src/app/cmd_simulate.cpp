@@ -50,7 +50,7 @@ struct SimulateArgs {
   bool only_affected = false;
   int max_rows = 50;
   // --mode flow (sim/flow_sim.h; defaults are FlowOptions').
-  std::string routing = "spray";
+  std::string routing;  // empty: the topology's declared load balancing, else spray-path
   int hash_seeds = 8;
   uint64_t seed = 1;
   std::optional<double> goodput;
@@ -62,6 +62,7 @@ struct SimulateArgs {
   // --mode task (sim/task_sim.h; the request document of engine/task_request.h).
   std::string preset;        // a named synthetic fabric instead of --topology
   std::string horizon;       // "365d"; default the request's (365d)
+  bool hash_seeds_given = false;  // --hash-seeds on the command line (else the topology's, else 8)
   bool seed_given = false;   // --seed on the command line (else the request's, else 1)
   std::string trace;         // sacct --json output; default a synthetic trace
   std::string task_options;  // a request document (reliability, drains, ...)
@@ -185,12 +186,19 @@ sim::TaskRunner ThreadRunner(int threads) {
 
 // Flow-level: every job's collectives as flows, max-min fair on the drained fabric.
 int RunFlowMode(const SimulateArgs& a, const Inputs& in) {
-  auto routing = sim::ParseFlowRouting(a.routing);
-  if (!routing)
-    return Fail(kUsage, fmt::format("--routing '{}': expected spray, spray-path, hash, hash-rehash", a.routing));
   sim::FlowOptions o = a.fluid_only ? sim::FlowOptions::Exact() : sim::FlowOptions{};
-  o.routing = *routing;
   o.hash_seeds = a.hash_seeds;
+  o = sim::WithDeclaredLoadBalancing(o, in.snapshot->topology->load_balancing());
+  if (a.hash_seeds_given) o.hash_seeds = a.hash_seeds;
+  if (!a.routing.empty()) {
+    auto routing = sim::ParseFlowRouting(a.routing);
+    if (!routing) {
+      return Fail(kUsage,
+                  fmt::format("--routing '{}': expected spray, spray-path, hash, hash-rehash, adaptive", a.routing));
+    }
+    o.routing = *routing;
+    o.routing_source = "request";
+  }
   o.seed = a.seed;
   if (a.goodput) o.goodput = *a.goodput;
   if (a.per_hop_latency_us) o.per_hop_latency_s = *a.per_hop_latency_us / 1e6;
@@ -354,7 +362,9 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
                   "Rank every single-switch drain of a tier (e.g. spine) or of a comma-separated list");
   cmd->add_flag("--only-affected", args->only_affected, "JSON: list only the jobs the drain affects");
   cmd->add_option("--max-rows", args->max_rows, "Table rows at most")->capture_default_str();
-  cmd->add_option("--routing", args->routing, "--mode flow: spray | spray-path | hash | hash-rehash")
+  cmd->add_option("--routing", args->routing,
+                  "--mode flow: spray | spray-path | hash | hash-rehash | adaptive (default: the topology's "
+                  "load_balancing, else spray-path)")
       ->capture_default_str();
   cmd->add_option("--hash-seeds", args->hash_seeds, "--mode flow, hash routing: seeds (mean and worst)")
       ->capture_default_str();
@@ -374,6 +384,7 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
                 "--mode flow: pure fluid model (goodput 1, no latency), as in the exactness contract");
   cmd->callback([args, exit_code, cmd] {
     args->seed_given = cmd->count("--seed") > 0;
+    args->hash_seeds_given = cmd->count("--hash-seeds") > 0;
     *exit_code = RunSimulate(*args);
   });
 }

@@ -56,6 +56,39 @@ model::LinkSpec ParseLink(const ObjectReader& r) {
   return l;
 }
 
+// "load_balancing": {"mode": "hash", "rehash": false, "hash_seeds": 8}. The
+// mode names are sim::ParseFlowRouting's (tests/codec check they agree).
+model::LoadBalancing ParseLoadBalancing(const json& j) {
+  ObjectReader r(j, "load_balancing");
+  r.RejectUnknown({"mode", "rehash", "hash_seeds"});
+  const std::string mode = r.String("mode");
+  model::LoadBalancing lb;
+  const bool hash = mode == "hash" || mode == "hash-rehash";
+  if (!hash && mode != "spray" && mode != "spray-path" && mode != "adaptive") {
+    throw FieldError(r.Child("mode"),
+                     fmt::format("unknown mode '{}' (spray, spray-path, hash, hash-rehash, adaptive)", mode));
+  }
+  if (!hash && (r.Has("rehash") || r.Has("hash_seeds"))) {
+    throw FieldError(r.Has("rehash") ? r.Child("rehash") : r.Child("hash_seeds"), "only with mode 'hash'");
+  }
+  lb.routing = mode;
+  if (mode == "hash" && r.BoolOr("rehash", false)) lb.routing = "hash-rehash";
+  if (r.Has("hash_seeds")) {
+    const int64_t seeds = r.Int("hash_seeds");
+    if (seeds < 1 || seeds > 1024) throw FieldError(r.Child("hash_seeds"), "must be 1..1024");
+    lb.hash_seeds = static_cast<int>(seeds);
+  }
+  return lb;
+}
+
+json LoadBalancingToJson(const model::LoadBalancing& lb) {
+  const bool rehash = lb.routing == "hash-rehash";
+  json o = {{"mode", rehash ? "hash" : lb.routing}};
+  if (rehash || lb.routing == "hash") o["rehash"] = rehash;
+  if (lb.hash_seeds > 0) o["hash_seeds"] = lb.hash_seeds;
+  return o;
+}
+
 std::optional<int64_t> OptTime(const ObjectReader& r, std::string_view key) {
   if (!r.Has(key)) return std::nullopt;
   std::string s = r.String(key);
@@ -157,10 +190,11 @@ auto Guard(Fn&& fn) -> Result<decltype(fn())> {
 Result<model::TopologySpec> ParseTopology(const json& doc) {
   return Guard([&] {
     ObjectReader r(doc, "");
-    r.RejectUnknown({"format", "name", "nodes", "links"});
+    r.RejectUnknown({"format", "name", "nodes", "links", "load_balancing"});
     CheckFormat(r, kTopologyFormat);
     model::TopologySpec spec;
     spec.name = r.StringOr("name", "");
+    if (r.Has("load_balancing")) spec.load_balancing = ParseLoadBalancing(r.Raw("load_balancing"));
     r.Array("nodes");
     r.Array("links");
     for (const auto& n : r.Objects("nodes")) spec.nodes.push_back(ParseNode(n));
@@ -217,13 +251,15 @@ json TopologySpecToJson(const model::TopologySpec& spec) {
     if (!l.b_port.empty()) o["b_port"] = l.b_port;
     links.push_back(std::move(o));
   }
-  return json{
-      {"format", kTopologyFormat}, {"name", spec.name}, {"nodes", std::move(nodes)}, {"links", std::move(links)}};
+  json out{{"format", kTopologyFormat}, {"name", spec.name}, {"nodes", std::move(nodes)}, {"links", std::move(links)}};
+  if (spec.load_balancing.declared()) out["load_balancing"] = LoadBalancingToJson(spec.load_balancing);
+  return out;
 }
 
 json TopologyToJson(const model::Topology& t) {
   model::TopologySpec spec;
   spec.name = t.name();
+  spec.load_balancing = t.load_balancing();
   for (const auto& n : t.nodes()) {
     spec.nodes.push_back({n.name, n.kind, n.tier, n.level, n.pod, n.plane, n.domains, n.gpus});
   }

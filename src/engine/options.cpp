@@ -15,8 +15,9 @@ Result<sim::FlowOptions> ParseFlowOptions(const json& simulation) {
     if (r.Has("routing")) {
       auto m = sim::ParseFlowRouting(r.String("routing"));
       if (!m)
-        throw codec::FieldError(r.Child("routing"), "expected spray, spray-path, hash, hash-resilient or hash-rehash");
+        throw codec::FieldError(r.Child("routing"), "expected spray, spray-path, hash, hash-resilient, hash-rehash or adaptive");
       o.routing = *m;
+      o.routing_source = "config";
     }
     o.hash_seeds = static_cast<int>(r.IntOr("hash_seeds", o.hash_seeds));
     o.seed = static_cast<uint64_t>(r.IntOr("seed", static_cast<int64_t>(o.seed)));

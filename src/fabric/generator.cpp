@@ -163,6 +163,22 @@ std::optional<Preset> FindPreset(std::string_view name) {
     p.jobs.busy_fraction = 0.9;
     return p;
   }
+  if (name == "128k") {
+    // Four times the 32k fabric: 32 pods of 512 hosts (16 leaf groups of 32
+    // hosts x 8 rails = 128 leaves, 32 spines), 16 superspines in each of
+    // the 32 planes; every spine has 64 x 400G up (16 superspines x 4 links)
+    // as at 32k, every superspine 32 pods x 4 links = 128 ports.
+    p = *FindPreset("32k");
+    auto& f = p.fabric;
+    f.name = "128k";
+    f.pods = 32;
+    f.hosts = 16384;
+    f.superspines_per_plane = 16;
+    f.spine_super_links = 4;
+    p.jobs.jobs = 4000;
+    p.jobs.large_jobs = {2048, 1024, 1024, 512, 512, 256, 256, 128, 128};
+    return p;
+  }
   if (name == "32k-moe" || name == "32k-moe-2to1") {
     p = *FindPreset("32k");
     p.fabric.name = std::string(name);

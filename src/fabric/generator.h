@@ -74,7 +74,9 @@ struct Preset {
 // mixture-of-experts jobs of 256 hosts: all-to-all groups of 512 ranks over
 // two pods and 4 leaf groups each, plus a ring all-reduce; 4.1 M rank-level
 // flows), "32k-moe-2to1" (the same with 200G leaf uplinks: 2:1
-// oversubscribed at the leaves) and "small" (a 2-tier fabric for tests).
+// oversubscribed at the leaves), "128k" (16,384 hosts x 8 GPUs = 131,072
+// GPUs: 32 pods of the 32k layout, about 4,000 jobs) and "small" (a 2-tier
+// fabric for tests).
 std::optional<Preset> FindPreset(std::string_view name);
 
 model::TopologySpec GenerateFabric(const FabricOptions& options);

@@ -34,6 +34,7 @@ std::string Topology::LinkName(LinkId id) const {
 Result<Topology> BuildTopology(const TopologySpec& spec) {
   Topology t;
   t.name_ = spec.name;
+  t.load_balancing_ = spec.load_balancing;
   t.nodes_.reserve(spec.nodes.size());
   t.by_name_.reserve(spec.nodes.size());
 

@@ -51,10 +51,23 @@ struct LinkSpec {
   std::string b_port;
 };
 
+// How the fabric spreads traffic over its equal-cost paths, as the topology
+// document declares it (docs/formats.md, "load_balancing"). The flow-level
+// simulator uses it unless a request names its own routing.
+struct LoadBalancing {
+  // "spray", "spray-path", "hash", "hash-rehash" or "adaptive"
+  // (sim::ParseFlowRouting's names); empty: not declared.
+  std::string routing;
+  int hash_seeds = 0;  // hash modes: seeds to average over; 0 = the configured count
+
+  bool declared() const { return !routing.empty(); }
+};
+
 struct TopologySpec {
   std::string name;
   std::vector<NodeSpec> nodes;
   std::vector<LinkSpec> links;
+  LoadBalancing load_balancing;
 };
 
 struct Node {
@@ -92,6 +105,7 @@ class Topology {
   Topology() = default;
 
   const std::string& name() const { return name_; }
+  const LoadBalancing& load_balancing() const { return load_balancing_; }
   size_t node_count() const { return nodes_.size(); }
   size_t link_count() const { return links_.size(); }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -120,6 +134,7 @@ class Topology {
   friend Result<Topology> BuildTopology(const TopologySpec& spec);
 
   std::string name_;
+  LoadBalancing load_balancing_;
   std::vector<Node> nodes_;
   std::vector<Link> links_;
   std::vector<uint32_t> offsets_;  // CSR: node n's adjacency is [offsets_[n], offsets_[n+1])

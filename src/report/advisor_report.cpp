@@ -178,6 +178,7 @@ json HotLinksJson(const model::Snapshot& snap, const sim::FlowReport& r) {
 
 json ModelJson(const sim::FlowModelInfo& m) {
   return {{"routing", sim::FlowRoutingName(m.routing)},
+          {"routing_source", m.routing_source},
           {"seeds", m.seeds},
           {"goodput", m.goodput},
           {"per_hop_latency_s", m.per_hop_latency_s},

@@ -162,6 +162,7 @@ json FlowReportToJson(const sim::FlowReport& r, const model::Snapshot& snap, con
 
   const sim::FlowModelInfo& m = r.model;
   json model = {{"routing", sim::FlowRoutingName(m.routing)},
+                {"routing_source", m.routing_source},
                 {"seeds", m.seeds},
                 {"start", "all flows of all jobs start together at t = 0 (conservative)"},
                 {"sharing", "max-min fair with fixed split fractions, recomputed at every completion"},
@@ -180,6 +181,7 @@ json FlowReportToJson(const sim::FlowReport& r, const model::Snapshot& snap, con
                 {"redundant_links", m.redundant_links},
                 {"components_solved", m.components_solved},
                 {"components_reused", m.components_reused},
+                {"classes_adapted", m.classes_adapted},
                 {"events", m.events},
                 {"simulated_s", Seconds(m.simulated_s)}};
 

@@ -137,6 +137,7 @@ TEST_CASE("spray and spray-path differ when a core switch is drained") {
   //    to s1 carries 2/3 (100G / (2/3) = 150G): 150G -> 8e9 / 150e9 = 0.0533 s.
   json jobs = Jobs({FlowsJob("j1", {{"p0-h", "p1-h", 1e9}})});
   auto hop = sim::FlowOptions::Exact();
+  hop.routing = sim::FlowRouting::kSpray;
   auto path = sim::FlowOptions::Exact();
   path.routing = sim::FlowRouting::kSprayPath;
   auto a = flowtest::Simulate(FatTreeSlice(), jobs, {{"switches", {"c00"}}}, hop);

@@ -46,7 +46,7 @@ sim::FlowReport Run(const model::SnapshotPtr& snap, const model::Drain& d, const
 TEST_CASE("empty drain: no job slows down, in every routing mode") {
   auto snap = Preset("demo");
   for (auto routing : {sim::FlowRouting::kSpray, sim::FlowRouting::kSprayPath, sim::FlowRouting::kHashResilient,
-                       sim::FlowRouting::kHashRehash}) {
+                       sim::FlowRouting::kHashRehash, sim::FlowRouting::kAdaptive}) {
     CAPTURE(sim::FlowRoutingName(routing));
     sim::FlowOptions o;
     o.routing = routing;
@@ -328,7 +328,8 @@ TEST_CASE("renderer: the documented JSON shape and a readable table") {
   CHECK(doc["links_changed"].get<size_t>() >= 1);
   CHECK(doc["hot_links"][0]["utilisation"].get<double>() == doctest::Approx(1.0));
   CHECK(doc["summary"]["jobs_cut_off"] == 1);
-  CHECK(doc["model"]["routing"] == "spray");
+  CHECK(doc["model"]["routing"] == "spray-path");  // the default (docs/model.md)
+  CHECK(doc["model"]["routing_source"] == "default");
   CHECK(doc["model"]["goodput"] == 1.0);
   std::string text = report::FlowReportText(doc);
   CHECK(text.find("j2") != std::string::npos);

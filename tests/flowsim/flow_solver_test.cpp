@@ -276,7 +276,7 @@ TEST_CASE("incremental solver: every routing mode on random fabrics agrees with 
     Case c = RandomCollectiveCase(seed);
     if (c.snapshot->jobs->size() == 0) continue;
     for (auto routing : {sim::FlowRouting::kSpray, sim::FlowRouting::kSprayPath, sim::FlowRouting::kHashResilient,
-                         sim::FlowRouting::kHashRehash}) {
+                         sim::FlowRouting::kHashRehash, sim::FlowRouting::kAdaptive}) {
       CAPTURE(sim::FlowRoutingName(routing));
       auto o = sim::FlowOptions::Exact();
       o.routing = routing;
@@ -301,7 +301,7 @@ TEST_CASE("incremental solver: every routing mode on random fabrics agrees with 
   CHECK(events_inc == events_full);  // same completion batches
 }
 
-TEST_CASE("hash modes: components taken over from the baseline give what solving them again gives") {
+TEST_CASE("hash and adaptive modes: components taken over from the baseline give what solving them again gives") {
   // Reuse is decided per demand from its routes (no NIC change, no route
   // class the drain touches; same seed, or nothing hashed): checked against
   // runs where reuse is off (an overload penalty with a threshold no link
@@ -311,7 +311,8 @@ TEST_CASE("hash modes: components taken over from the baseline give what solving
     CAPTURE(seed);
     Case c = RandomCollectiveCase(seed);
     if (c.snapshot->jobs->size() == 0) continue;
-    for (auto routing : {sim::FlowRouting::kHashResilient, sim::FlowRouting::kHashRehash}) {
+    for (auto routing :
+         {sim::FlowRouting::kHashResilient, sim::FlowRouting::kHashRehash, sim::FlowRouting::kAdaptive}) {
       CAPTURE(sim::FlowRoutingName(routing));
       auto o = sim::FlowOptions::Exact();
       o.routing = routing;
