@@ -2,6 +2,7 @@
 //
 //   flow_bench --benchmark_filter=Ring       ring/all-reduce-heavy default mix
 //   flow_bench --benchmark_filter=AllToAll   all-to-all-heavy mix (alltoall_share 0.8)
+//   flow_bench --benchmark_filter=Moe32k2to1 the same on `32k-moe-2to1` (leaf uplinks 2:1)
 //   flow_bench --benchmark_filter=Moe32k     the `32k-moe` preset: cross-pod all-to-all
 //                                            (4.1 M rank-level flows), one run per
 //                                            routing mode; hash modes take the seed
@@ -65,6 +66,7 @@ void Report(benchmark::State& state, const sim::FlowReport& rep, double wall_s) 
   state.counters["events"] = static_cast<double>(rep.model.events);
   state.counters["reused"] = static_cast<double>(rep.model.components_reused);
   state.counters["solved"] = static_cast<double>(rep.model.components_solved);
+  state.counters["adapted"] = static_cast<double>(rep.model.classes_adapted);
   state.counters["sim_s"] = rep.model.simulated_s;
   state.counters["sim_per_wall"] = wall_s > 0 ? rep.model.simulated_s / wall_s : 0;
 }
@@ -117,8 +119,12 @@ void RunFull(benchmark::State& state, double a2a, const std::string& drain, sim:
 
 // The `32k-moe` preset, one spine drained: `seeds` and `threads` only matter
 // in hash modes.
-void RunMoe(benchmark::State& state, sim::FlowRouting routing, int seeds, int threads, bool incremental = true) {
-  static const model::SnapshotPtr snap = bench::PresetSnapshot("32k-moe");
+void RunMoe(benchmark::State& state, sim::FlowRouting routing, int seeds, int threads, bool incremental = true,
+            bool oversubscribed = false) {
+  static const model::SnapshotPtr moe = bench::PresetSnapshot("32k-moe");
+  static model::SnapshotPtr moe_2to1;
+  if (oversubscribed && !moe_2to1) moe_2to1 = bench::PresetSnapshot("32k-moe-2to1");
+  const model::SnapshotPtr& snap = oversubscribed ? moe_2to1 : moe;
   sim::FlowOptions o;
   o.routing = routing;
   o.hash_seeds = seeds;
@@ -162,6 +168,7 @@ void BM_AllToAll32k_Full_Hash8(benchmark::State& s) { RunFull(s, 0.8, "spine", s
 
 void BM_Moe32k_Full_Spray(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSpray, 1, 1); }
 void BM_Moe32k_Full_SprayPath(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSprayPath, 1, 1); }
+
 // Arguments: seeds, threads.
 void BM_Moe32k_Full_Hash(benchmark::State& s) {
   RunMoe(s, sim::FlowRouting::kHashResilient, static_cast<int>(s.range(0)), static_cast<int>(s.range(1)));
@@ -172,6 +179,15 @@ void BM_Moe32k_Full_HashFullRefill(benchmark::State& s) {
 }
 void BM_Moe32k_Full_HashRehash(benchmark::State& s) {
   RunMoe(s, sim::FlowRouting::kHashRehash, static_cast<int>(s.range(0)), static_cast<int>(s.range(1)));
+}
+
+void BM_Moe32k_Full_Adaptive(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kAdaptive, 1, 1); }
+// `32k-moe-2to1`: leaf uplinks at 200G (2:1), so fabric links fill.
+void BM_Moe32k2to1_Full_Spray(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSpray, 1, 1, true, true); }
+void BM_Moe32k2to1_Full_SprayPath(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSprayPath, 1, 1, true, true); }
+void BM_Moe32k2to1_Full_Adaptive(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kAdaptive, 1, 1, true, true); }
+void BM_Moe32k2to1_Full_Hash(benchmark::State& s) {
+  RunMoe(s, sim::FlowRouting::kHashResilient, static_cast<int>(s.range(0)), static_cast<int>(s.range(1)), true, true);
 }
 
 BENCHMARK(BM_Ring32k_Full_Spine)->Unit(benchmark::kMillisecond);
@@ -192,6 +208,16 @@ BENCHMARK(BM_Moe32k_Full_SprayPath)->Unit(benchmark::kMillisecond)->Iterations(1
 BENCHMARK(BM_Moe32k_Full_Hash)
     ->Args({1, 1})
     ->Args({8, 1})
+    ->Args({8, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
+BENCHMARK(BM_Moe32k_Full_Adaptive)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Moe32k2to1_Full_Spray)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Moe32k2to1_Full_SprayPath)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Moe32k2to1_Full_Adaptive)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Moe32k2to1_Full_Hash)
+    ->Args({1, 1})
     ->Args({8, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
