@@ -222,19 +222,51 @@ json PlanJson(const PlanOutcome& o, const View& view) {
   return out;
 }
 
+namespace {
+// One parameter's identifiability; `scale` converts seconds to microseconds.
+json ParamJson(const advisor::ParamReport& p, double scale) {
+  auto num = [](double v) { return std::isfinite(v) ? json(v) : json(); };
+  return {{"value", p.value * scale},
+          {"default", p.default_value * scale},
+          {"identified", p.identified},
+          {"data_share", p.data_share},
+          {"interval95", p.identified ? json::array({num(p.lo * scale), num(p.hi * scale)}) : json()}};
+}
+}  // namespace
+
 json FitJson(const FitOutcome& o, bool applied) {
-  json out = {
-      {"calibration", CalibrationDocument(o.fitted)},
-      {"before",
-       {{"goodput", o.before.goodput},
-        {"per_hop_latency_us", o.before.per_hop_latency_s * 1e6},
-        {"per_message_overhead_us", o.before.per_message_overhead_s * 1e6},
-        {"rmse_s", o.fit.rmse_before_s}}},
-      {"holdout",
-       {{"folds", o.fit.folds}, {"rmse_s", o.fit.holdout_rmse_s}, {"rmse_before_s", o.fit.holdout_rmse_before_s}}},
-      {"applicable", o.fit.applicable},
-      {"skipped", o.skipped},
-      {"applied", applied}};
+  json unidentified = json::array();
+  if (!o.fit.goodput.identified) unidentified.push_back("goodput");
+  if (!o.fit.per_hop_latency.identified) unidentified.push_back("per_hop_latency_us");
+  if (!o.fit.per_message_overhead.identified) unidentified.push_back("per_message_overhead_us");
+  const auto& prior = o.prior;
+  json out = {{"calibration", CalibrationDocument(o.fitted)},
+              {"before",
+               {{"goodput", o.before.goodput},
+                {"per_hop_latency_us", o.before.per_hop_latency_s * 1e6},
+                {"per_message_overhead_us", o.before.per_message_overhead_s * 1e6},
+                {"rmse_s", o.fit.rmse_before_s}}},
+              {"holdout",
+               {{"method", "leave-one-out"},
+                {"folds", o.fit.folds},
+                {"rmse_s", o.fit.holdout_rmse_s},
+                {"rmse_before_s", o.fit.holdout_rmse_before_s},
+                {"rel_rms_error", o.fit.holdout_rel_rms},
+                {"rel_rms_error_before", o.fit.holdout_rel_rms_before}}},
+              {"parameters",
+               {{"goodput", ParamJson(o.fit.goodput, 1)},
+                {"per_hop_latency_us", ParamJson(o.fit.per_hop_latency, 1e6)},
+                {"per_message_overhead_us", ParamJson(o.fit.per_message_overhead, 1e6)}}},
+              {"unidentified", unidentified},
+              {"prior",
+               {{"goodput_sd", prior.goodput},
+                {"per_hop_latency_sd_us", prior.per_hop_latency_s * 1e6},
+                {"per_message_overhead_sd_us", prior.per_message_overhead_s * 1e6},
+                {"noise", prior.noise},
+                {"noise_used", o.fit.noise}}},
+              {"applicable", o.fit.applicable},
+              {"skipped", o.skipped},
+              {"applied", applied}};
   if (!o.fit.applicable) out["not_applicable"] = o.fit.not_applicable;
   return out;
 }

@@ -120,7 +120,11 @@ class AdvisorEngine final : public Engine {
     auto terms = advisor::ComputeTerms(view.snapshot, obs, f, call.stop);
     if (!terms) return tl::unexpected(terms.error());
     out.before = {f.goodput, f.per_hop_latency_s, f.per_message_overhead_s};
-    auto fit = advisor::FitCalibration(*terms, observed, out.before);
+    advisor::FitSettings settings;
+    settings.defaults = ConfiguredParams(*view.calibration);  // regularised towards the configuration's
+    out.defaults = settings.defaults;
+    out.prior = settings.prior;
+    auto fit = advisor::FitCalibration(*terms, observed, out.before, settings);
     if (!fit) return tl::unexpected(fit.error());
     out.fit = *fit;
     out.fitted = *view.calibration;

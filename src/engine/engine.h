@@ -83,8 +83,10 @@ struct StoredObservation {
 
 struct FitOutcome {
   advisor::FitResult fit;
-  advisor::CalibrationParams before;  // the parameters in force
-  Calibration fitted;                 // the view's calibration with the fit applied
+  advisor::CalibrationParams before;    // the parameters in force
+  advisor::CalibrationParams defaults;  // the configuration's: the centre of the fit's penalty
+  advisor::CalibrationPrior prior;      // the penalty's widths and noise
+  Calibration fitted;                   // the view's calibration with the fit applied
   int skipped = 0;
   double total_ms = 0;
 };
@@ -103,7 +105,9 @@ class Engine {
   // drain cuts the job off). Errors: kCancelled.
   virtual Result<double> PredictIteration(const View& view, model::JobId job, const model::Drain& drain,
                                           const Call& call) = 0;
-  // Fits the transport parameters to `observations` (bounded least squares).
+  // Fits the transport parameters to `observations` (bounded least squares
+  // of relative errors, regularised towards the configuration's parameters;
+  // identifiability and leave-one-out errors in the outcome).
   // Errors: kInvalidArgument (too few usable observations), kCancelled.
   virtual Result<FitOutcome> Calibrate(const View& view, const std::vector<StoredObservation>& observations,
                                        const Call& call) = 0;

@@ -2,6 +2,16 @@
 
 namespace drainwise::engine {
 
+advisor::CalibrationParams ConfiguredParams(const Calibration& c) {
+  if (c.source == "configuration") {
+    const auto& f = c.options.flow;
+    return {f.goodput, f.per_hop_latency_s, f.per_message_overhead_s};
+  }
+  if (c.configured) return *c.configured;
+  const sim::FlowOptions f;
+  return {f.goodput, f.per_hop_latency_s, f.per_message_overhead_s};
+}
+
 Calibration Rebase(const Calibration& calibration, const advisor::AdvisorOptions& base) {
   Calibration out = calibration;
   out.options = base;

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "advisor/advisor.h"
+#include "advisor/calibration.h"
 #include "advisor/sim_cache.h"
 #include "model/drain.h"
 #include "model/snapshot.h"
@@ -47,7 +48,16 @@ struct Calibration {
   std::optional<double> rmse_s;
   std::optional<double> median_rel_error;
   std::optional<double> p90_rel_error;
+  // The configuration's transport parameters (the centre a fit is pulled
+  // towards); kept by the serving state when a fit or an operator's
+  // parameters replace the configuration's. See ConfiguredParams.
+  std::optional<advisor::CalibrationParams> configured;
 };
+
+// The configuration's transport parameters under `calibration`: its own
+// when it is the configuration's, else the ones recorded in `configured`
+// (the compiled-in defaults when none was recorded).
+advisor::CalibrationParams ConfiguredParams(const Calibration& calibration);
 
 // What the topology's sources disagree on (connectors/topology_merge.h), for
 // the topology version it was computed on: by device (for the policies) and

@@ -287,6 +287,7 @@ void State::SetCalibration(engine::Calibration calibration) {
     // theirs; the other options are the ones in force now (a SIGHUP may
     // have changed them since the caller read its view).
     calibration = engine::Rebase(calibration, next.calibration->options);
+    calibration.configured = engine::ConfiguredParams(*next.calibration);
   }
   next.calibration = std::make_shared<const engine::Calibration>(std::move(calibration));
   PublishLocked(std::move(next), false);
@@ -295,7 +296,10 @@ void State::SetCalibration(engine::Calibration calibration) {
 void State::SetAdvisorOptions(const advisor::AdvisorOptions& base) {
   std::lock_guard wlock(write_mu_);
   ServingView next = *view();
-  next.calibration = std::make_shared<const engine::Calibration>(engine::Rebase(*next.calibration, base));
+  engine::Calibration rebased = engine::Rebase(*next.calibration, base);
+  rebased.configured =
+      advisor::CalibrationParams{base.flow.goodput, base.flow.per_hop_latency_s, base.flow.per_message_overhead_s};
+  next.calibration = std::make_shared<const engine::Calibration>(std::move(rebased));
   PublishLocked(std::move(next), false);
 }
 

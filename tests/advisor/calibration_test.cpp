@@ -140,14 +140,16 @@ TEST_CASE("a fit that predicts held-out observations better than the parameters 
   auto s = Make(12, truth);
   auto fit = advisor::FitCalibration(s.terms, s.observed, in_force);
   REQUIRE(fit.has_value());
-  CHECK(fit->folds == 5);
+  CHECK(fit->folds == 12);  // leave-one-out: one refit per observation
   CHECK(fit->applicable);
   CHECK(fit->not_applicable.empty());
   CHECK(fit->holdout_rmse_s < fit->holdout_rmse_before_s);
   // The parameters in force do not depend on the training folds: their
   // held-out error is their error on all observations.
   CHECK(fit->holdout_rmse_before_s == doctest::Approx(fit->rmse_before_s));
-  CHECK(fit->params.goodput == doctest::Approx(0.8).epsilon(1e-3));
+  // Within 1 %: the penalty towards the defaults pulls a little (0.5 % here;
+  // docs/calibration.md).
+  CHECK(fit->params.goodput == doctest::Approx(0.8).epsilon(1e-2));
 }
 
 TEST_CASE("a fit no better than the parameters in force on held-out observations is not applicable") {
@@ -159,6 +161,9 @@ TEST_CASE("a fit no better than the parameters in force on held-out observations
   REQUIRE(fit.has_value());
   CHECK_FALSE(fit->applicable);
   CHECK(fit->not_applicable.find("does not predict held-out observations better") != std::string::npos);
+  // The parameters in force differ from the defaults the fit is pulled
+  // towards, so the held-out fit is strictly worse, not merely equal.
+  CHECK(fit->holdout_rel_rms > fit->holdout_rel_rms_before);
 }
 
 TEST_CASE("a fit whose error figures are undefined is not applicable") {
@@ -172,7 +177,7 @@ TEST_CASE("a fit whose error figures are undefined is not applicable") {
   CHECK(fit->not_applicable == "the fit's error figures are undefined (not finite)");
 }
 
-TEST_CASE("three observations fit but cannot be tested on held-out ones; out-of-range ones are not used") {
+TEST_CASE("three observations are fitted and tested leave-one-out; out-of-range ones are not used") {
   auto s = Make(3, {0.8, 3e-6, 20e-6});
   // Stored before validation existed: 1e308 s and -1 s are not used.
   s.terms.push_back(s.terms[0]);
@@ -182,8 +187,9 @@ TEST_CASE("three observations fit but cannot be tested on held-out ones; out-of-
   auto fit = advisor::FitCalibration(s.terms, s.observed, {});
   REQUIRE(fit.has_value());
   CHECK(fit->observations == 3);
-  CHECK(fit->folds == 0);
-  CHECK(std::isnan(fit->holdout_rmse_s));
-  CHECK_FALSE(fit->applicable);
-  CHECK(fit->not_applicable == "3 usable observations: at least 4 are needed to test the fit on held-out ones");
+  // Each refit on two observations is well posed: the penalty makes the
+  // problem strictly convex whatever the data.
+  CHECK(fit->folds == 3);
+  CHECK(std::isfinite(fit->holdout_rmse_s));
+  CHECK(std::isfinite(fit->holdout_rel_rms));
 }

@@ -1,7 +1,8 @@
 // Closed loop against the real daemon: observations in, a fitted
 // calibration out, used by the next assessments and kept across a restart;
 // out-of-range observations refused; a fit applied only when it predicts
-// held-out observations better than the parameters in force.
+// held-out (leave-one-out) observations better than the parameters in
+// force, and an apply of a worse one refused with 409 naming both errors.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -18,9 +19,11 @@ const char* const kJobs[] = {"job-0001", "job-0002", "job-0003", "job-0005", "jo
 // What the model predicts now for a few jobs, undrained and with a spine
 // drained, asked of a throw-away daemon on the same demo fabric so that the
 // daemon under test stores only the observations the test means.
-std::vector<json> Predictions() {
+// With `calibration`, the probe first puts that calibration in force.
+std::vector<json> Predictions(const json& calibration = nullptr) {
   testing::Daemon probe;
   REQUIRE_MESSAGE(probe.started(), probe.log());
+  if (!calibration.is_null()) REQUIRE(probe.Call("PUT", "/v1/calibration", calibration.dump()).status == 201);
   json batch = json::array();
   for (auto job : kJobs) {
     batch.push_back({{"job", job}, {"iteration_s", 1.0}});
@@ -65,12 +68,15 @@ TEST_CASE("observations, calibrate --apply, and the calibration in later assessm
   // Both held-out errors are reported; the fit's is the smaller (the
   // parameters in force are 10% off on every observation).
   auto fit = d.Call("POST", "/v1/calibration", R"({"apply":false})").Json();
-  CHECK(fit["holdout"]["folds"] == 5);
+  CHECK(fit["holdout"]["folds"] == 10);  // leave-one-out: one refit per observation
+  CHECK(fit["holdout"]["method"] == "leave-one-out");
   CHECK(fit["applicable"] == true);
-  CHECK(fit["holdout"]["rmse_s"].get<double>() < fit["holdout"]["rmse_before_s"].get<double>());
+  CHECK(fit["holdout"]["rel_rms_error"].get<double>() < fit["holdout"]["rel_rms_error_before"].get<double>());
+  CHECK(fit["parameters"]["goodput"]["identified"].is_boolean());
+  CHECK(fit["unidentified"].is_array());
   MESSAGE("held-out rmse: fitted " << fit["holdout"]["rmse_s"] << " s, in force " << fit["holdout"]["rmse_before_s"]
                                    << " s");
-  CHECK(out.find("held-out rmse (5 folds)") != std::string::npos);
+  CHECK(out.find("held-out (leave-one-out, 10 refits)") != std::string::npos);
 
   REQUIRE(testing::RunDrainwise({"calibrate", "--server", server, "--apply"}, &out, &err) == 0);
   CHECK(out.find("applied (calibration v1)") != std::string::npos);
@@ -120,28 +126,54 @@ TEST_CASE("observations with non-finite, negative or out-of-range times are refu
   CHECK(d.Call("POST", "/v1/observations", R"({"job":"job-0001","iteration_s":1000000})").status == 201);
 }
 
-TEST_CASE("a fit that cannot be tested on held-out observations is not applied") {
-  auto predicted = Predictions();
+TEST_CASE("apply refuses a fit that predicts held-out observations worse: 409 naming both errors, calibrate exits 1") {
+  // An operator's parameters that are right: the observations are exactly
+  // what the model predicts with them. The fit is pulled towards the
+  // configuration's defaults (0.95, 1 us, 5 us), so each leave-one-out
+  // prediction is a little off where the parameters in force are exact.
+  const json truth = {{"format", "drainwise.calibration/v1"},
+                      {"goodput", 0.85},
+                      {"per_hop_latency_us", 2},
+                      {"per_message_overhead_us", 12}};
+  auto predicted = Predictions(truth);
   testing::Daemon d;
   REQUIRE_MESSAGE(d.started(), d.log());
-  json three = json::array();
-  for (int i = 0; i < 3; ++i) {
-    json o = predicted[i];
-    o["iteration_s"] = o["iteration_s"].get<double>() * 1.2;
-    three.push_back(o);
-  }
-  REQUIRE(d.Call("POST", "/v1/observations", three.dump()).status == 201);
+  REQUIRE(d.Call("PUT", "/v1/calibration", truth.dump()).status == 201);
+  json batch = json::array();
+  for (const auto& o : predicted) batch.push_back(o);
+  REQUIRE(d.Call("POST", "/v1/observations", batch.dump()).status == 201);
+
+  // Without apply: a 200 that says why it is not applicable.
+  auto look = d.Call("POST", "/v1/calibration", R"({"apply":false})");
+  REQUIRE(look.status == 200);
+  CHECK(look.Json()["applicable"] == false);
+  CHECK(look.Json()["holdout"]["rel_rms_error"].get<double>() >
+        look.Json()["holdout"]["rel_rms_error_before"].get<double>());
+
   auto r = d.Call("POST", "/v1/calibration", R"({"apply":true})");
-  REQUIRE(r.status == 200);
-  auto fit = r.Json();
-  CHECK(fit["applied"] == false);
-  CHECK(fit["applicable"] == false);
-  CHECK(fit["holdout"]["rmse_s"].is_null());  // undefined, reported as such
-  CHECK(fit["not_applicable"].get<std::string>().find("at least 4") != std::string::npos);
-  CHECK(d.Get("/v1/calibration").Json()["source"] == "configuration");
+  CHECK(r.status == 409);
+  CHECK(r.headers["content-type"] == "application/problem+json");
+  auto problem = r.Json();
+  std::string detail = problem.value("detail", "");
+  INFO(detail);
+  CHECK(detail.rfind("calibration not applied: the fit does not predict held-out observations better", 0) == 0);
+  CHECK(detail.find("(fit) vs") != std::string::npos);
+  CHECK(detail.find("(in force)") != std::string::npos);
+  CHECK(problem["fit"]["applied"] == false);
+  CHECK(problem["fit"]["holdout"]["folds"] == 10);
+  // Nothing changed.
+  auto now = d.Get("/v1/calibration").Json();
+  CHECK(now["source"] == "operator");
+  CHECK(now["goodput"] == 0.85);
+
   std::string out, err;
-  CHECK(testing::RunDrainwise({"calibrate", "--server", "127.0.0.1:" + std::to_string(d.port()), "--apply"}, &out,
-                              &err) == 1);
-  CHECK(out.find("not applied: 3 usable observations") != std::string::npos);
-  CHECK(d.Get("/v1/calibration").Json()["source"] == "configuration");
+  const std::string server = "127.0.0.1:" + std::to_string(d.port());
+  CHECK(testing::RunDrainwise({"calibrate", "--server", server, "--apply"}, &out, &err) == 1);
+  INFO(out << err);
+  CHECK(err.find("refused: calibration not applied") != std::string::npos);
+  CHECK(err.find("(in force)") != std::string::npos);
+  CHECK(out.find("held-out (leave-one-out, 10 refits)") != std::string::npos);
+  CHECK(testing::RunDrainwise({"calibrate", "--server", server}, &out, &err) == 0);
+  CHECK(out.find("not applicable: the fit does not predict held-out observations better") != std::string::npos);
+  CHECK(d.Get("/v1/calibration").Json()["goodput"] == 0.85);
 }

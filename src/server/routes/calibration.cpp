@@ -10,6 +10,7 @@
 #include "codec/native.h"
 #include "engine/codec.h"
 #include "server/api.h"
+#include "server/problem.h"
 #include "server/routes/common.h"
 
 namespace drainwise::server {
@@ -170,7 +171,18 @@ ApiResponse Api::PostCalibration(const RoutedRequest& rr) {
   for (const auto& r : *recs) observations.push_back({r.job_id, r.drain_key, r.iteration_s});
   auto fit = engine_->Calibrate(*view, observations, Call(rr.request));
   if (!fit) return ErrorResponse(fit.error(), rr.path);
-  const bool applied = apply && fit->fit.applicable;  // a fit that does not predict better is never applied
+  if (apply && !fit->fit.applicable) {
+    // Refused, not quietly skipped: a problem whose detail names the fit's
+    // and the parameters in force's held-out errors, with the whole fit as
+    // an extension member ("fit") for the caller to show.
+    Error refused{ErrorCode::kConflict, "calibration not applied: " + fit->fit.not_applicable};
+    json problem = ProblemJson(refused, rr.path);
+    problem["fit"] = engine::FitJson(*fit, false);
+    ApiResponse res = ErrorResponse(refused, rr.path);
+    res.body = problem.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+    return res;
+  }
+  const bool applied = apply;  // and applicable (above)
   json out = engine::FitJson(*fit, applied);
   if (applied) {
     // Stored before it is served, like every document.
