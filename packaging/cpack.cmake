@@ -15,6 +15,7 @@ install(FILES ${_pkg}/drainwise.json DESTINATION /etc/drainwise)
 install(FILES ${PROJECT_SOURCE_DIR}/policies/default.json DESTINATION /etc/drainwise RENAME policy.json)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/openapi.yaml DESTINATION share/doc/drainwise)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/drainwise/docs FILES_MATCHING PATTERN "*.md")
+install(FILES ${_pkg}/alerts/drainwise-link-health.rules.yml DESTINATION share/drainwise/alerts)
 
 set(CPACK_GENERATOR "DEB")
 set(CPACK_PACKAGE_NAME "drainwise")

@@ -14,6 +14,8 @@
 
 #include "app/commands.h"
 #include "app/daemon_config.h"
+#include "app/link_health_hooks.h"
+#include "app/link_health_monitor.h"
 #include "app/live_telemetry.h"
 #include "app/sd_notify.h"
 #include "codec/json_reader.h"
@@ -293,6 +295,30 @@ int RunServe(const ServeArgs& args) {
   // change goes through State, the views' single writer.
   LiveTelemetry telemetry(daemon_config.thresholds);
   state.SetLinkStateSource([&telemetry](const model::Snapshot& snap) { return telemetry.LinkStateFor(snap); });
+  // Link health (docs/link-health.md): trends from Prometheus range queries
+  // and from the connectors' telemetry, kept bounded in its own history file.
+  std::unique_ptr<LinkHealthMonitor> link_health;
+  {
+    auto lh = ParseLinkHealthOptions(cfg.link_health, cfg.db_path);
+    if (!lh) {
+      log->error("config: {}", lh.error().message);
+      return 1;
+    }
+    if (lh->enabled) {
+      auto m = LinkHealthMonitor::Create(std::move(*lh), [&state] { return state.snapshot(); });
+      if (!m) {
+        log->error("link health: {}", m.error().message);
+        return 1;
+      }
+      link_health = std::move(*m);
+      log->info("link health on: {} ({} Prometheus queries), history {}",
+                link_health->options().prometheus_url.empty() ? "connector telemetry only"
+                                                               : link_health->options().prometheus_url,
+                link_health->options().queries.size(), link_health->options().history.path);
+    }
+  }
+  std::mutex recorded_mu;
+  std::shared_ptr<const std::vector<connectors::InterfaceTelemetry>> recorded_telemetry;
   auto connectors_log = Logger("connectors");
   ConnectorFeed feed;
   std::unique_ptr<connectors::SourceManager> sources;
@@ -316,7 +342,18 @@ int RunServe(const ServeArgs& args) {
     };
     sources = std::make_unique<connectors::SourceManager>(
         daemon_config.connectors.sources, std::move(so),
-        [&](const connectors::Update& u) { feed.Apply(u, state, telemetry, *connectors_log); });
+        [&](const connectors::Update& u) {
+          feed.Apply(u, state, telemetry, *connectors_log);
+          if (link_health && u.telemetry) {
+            std::lock_guard lock(recorded_mu);
+            if (u.telemetry != recorded_telemetry) {
+              recorded_telemetry = u.telemetry;
+              link_health->RecordInterfaces(
+                  *u.telemetry,
+                  std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+            }
+          }
+        });
     log->info("{} data source(s) configured", daemon_config.connectors.sources.size());
   }
 
@@ -394,10 +431,21 @@ int RunServe(const ServeArgs& args) {
     }
     return out;
   };
+  std::unique_ptr<LinkHealthService> link_health_service;
+  if (link_health) {
+    link_health_service = std::make_unique<LinkHealthService>(link_health.get(), &state, engine.get());
+    link_health_service->Install(hooks);
+    link_health_service->Declare(metrics);
+    metrics.OnScrape([svc = link_health_service.get()](server::Metrics& m) { svc->Scrape(m); });
+    link_health->OnReport([svc = link_health_service.get()](const auto&) { svc->Refresh(); });
+    link_health->Start();
+  }
   hooks.job_paths = [&](const std::string& id) -> Result<nlohmann::json> {
     auto snap = state.snapshot();
     if (!snap) return MakeError(ErrorCode::kUnavailable, "no snapshot loaded yet");
-    return telemetry.JobPaths(*snap, id);
+    auto paths = telemetry.JobPaths(*snap, id);
+    if (paths && link_health_service) link_health_service->AnnotatePaths(snap, *paths);
+    return paths;
   };
   hooks.on_result = [&metrics](const std::string& kind, const std::string& verdict, double seconds) {
     metrics.Add(kind == "plan" ? "drainwise_plans_total" : "drainwise_assessments_total",

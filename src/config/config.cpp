@@ -27,7 +27,7 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
     Config c;
     ObjectReader r(doc, "");
     r.RejectUnknown({"listen", "db", "policy_file", "log_level", "server", "sources", "profiles", "telemetry",
-                     "simulation", "advisor", "store", "task", "$schema", "comment"});
+                     "simulation", "advisor", "store", "task", "link_health", "$schema", "comment"});
     auto& s = c.server;
     s.listen = r.StringOr("listen", s.listen);
     c.db_path = r.StringOr("db", c.db_path);
@@ -106,6 +106,10 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
       if (!r.Raw("task").is_object()) throw FieldError("task", "expected an object");
       c.task = r.Raw("task");
     }
+    if (r.Has("link_health")) {
+      if (!r.Raw("link_health").is_object()) throw FieldError("link_health", "expected an object");
+      c.link_health = r.Raw("link_health");
+    }
     return c;
   } catch (const FieldError& e) {
     return InvalidArgument(std::string("config: ") + e.what());
@@ -122,30 +126,33 @@ Result<Config> LoadConfigFile(const std::string& path) {
 
 nlohmann::json ConfigToJson(const Config& c) {
   const auto& s = c.server;
-  return {{"listen", s.listen},
-          {"db", c.db_path},
-          {"policy_file", c.policy_file},
-          {"log_level", c.log_level},
-          {"server",
-           {{"io_threads", s.io_threads},
-            {"workers", s.workers},
-            {"body_limit_bytes", s.body_limit_bytes},
-            {"read_timeout_s", s.read_timeout_s},
-            {"queue_limit", s.queue_limit},
-            {"read_workers", s.read_workers},
-            {"read_queue_limit", s.read_queue_limit},
-            {"body_memory_limit_bytes", s.body_memory_limit_bytes},
-            {"assessment_deadline_s", s.assessment_deadline_s},
-            {"tokens_file", s.tokens_file},
-            {"tls_cert", s.tls_cert},
-            {"tls_key", s.tls_key}}},
-          {"store", {{"keep_versions", c.store.keep_versions}, {"idempotency_ttl_s", c.store.idempotency_ttl_s}}},
-          {"sources", c.sources},
-          {"profiles", c.profiles},
-          {"telemetry", c.telemetry},
-          {"simulation", c.simulation},
-          {"advisor", c.advisor},
-          {"task", c.task}};
+  nlohmann::json out = {
+      {"listen", s.listen},
+      {"db", c.db_path},
+      {"policy_file", c.policy_file},
+      {"log_level", c.log_level},
+      {"server",
+       {{"io_threads", s.io_threads},
+        {"workers", s.workers},
+        {"body_limit_bytes", s.body_limit_bytes},
+        {"read_timeout_s", s.read_timeout_s},
+        {"queue_limit", s.queue_limit},
+        {"read_workers", s.read_workers},
+        {"read_queue_limit", s.read_queue_limit},
+        {"body_memory_limit_bytes", s.body_memory_limit_bytes},
+        {"assessment_deadline_s", s.assessment_deadline_s},
+        {"tokens_file", s.tokens_file},
+        {"tls_cert", s.tls_cert},
+        {"tls_key", s.tls_key}}},
+      {"store", {{"keep_versions", c.store.keep_versions}, {"idempotency_ttl_s", c.store.idempotency_ttl_s}}},
+      {"sources", c.sources},
+      {"profiles", c.profiles},
+      {"telemetry", c.telemetry},
+      {"simulation", c.simulation},
+      {"advisor", c.advisor},
+      {"task", c.task}};
+  if (!c.link_health.is_null()) out["link_health"] = c.link_health;
+  return out;
 }
 
 }  // namespace drainwise::config

@@ -48,6 +48,7 @@ struct Config {
   nlohmann::json simulation = nlohmann::json::object();  // flow-level defaults
   nlohmann::json advisor = nlohmann::json::object();     // advisor defaults
   nlohmann::json task = nlohmann::json::object();        // task-level defaults (engine/task_request.h)
+  nlohmann::json link_health;  // null = off; app/link_health_monitor.h (docs/link-health.md)
 };
 
 Result<Config> ParseConfig(const nlohmann::json& doc);

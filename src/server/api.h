@@ -97,6 +97,13 @@ struct RoutedRequest {
   const std::string& Query(const std::string& name) const;  // "" when absent
 };
 
+// A hook's answer for a route with a text form: `json`, and `text` for
+// ?format=text (empty when the route has none).
+struct HookAnswer {
+  nlohmann::json json;
+  std::string text;
+};
+
 // Extension points the daemon plugs in (connectors, metrics): each returns
 // JSON for its route, or nothing when the feature is not configured.
 struct ApiHooks {
@@ -107,6 +114,10 @@ struct ApiHooks {
   std::function<std::string()> metrics;                                 // GET /metrics (text format)
   std::function<Result<nlohmann::json>(const ApiRequest&)> links;       // GET /v1/links
   std::function<Result<nlohmann::json>(const std::string&)> job_paths;  // GET /v1/jobs/{id}/paths
+  // Link health (docs/link-health.md): GET /v1/links/health, GET /v1/jobs/at-risk, GET /v1/jobs/{id}/network.
+  std::function<Result<HookAnswer>(const RoutedRequest&)> links_health;
+  std::function<Result<HookAnswer>(const RoutedRequest&)> jobs_at_risk;
+  std::function<Result<HookAnswer>(const RoutedRequest&)> job_network;
   // After each stored assessment or plan: its kind, verdict and duration.
   std::function<void(const std::string& kind, const std::string& verdict, double seconds)> on_result;
   // Background runs (POST /v1/simulations): start, progress and end lines. May be null.
@@ -181,6 +192,10 @@ class Api {
   ApiResponse ListSimulationRuns(const RoutedRequest& rr);
   ApiResponse GetSimulationRun(const RoutedRequest& rr);
   ApiResponse DeleteSimulationRun(const RoutedRequest& rr);
+  // Link health (src/server/routes/link_health.cpp).
+  ApiResponse GetLinksHealth(const RoutedRequest& rr);
+  ApiResponse GetJobsAtRisk(const RoutedRequest& rr);
+  ApiResponse GetJobNetwork(const RoutedRequest& rr);
 
   // The time and the cancellation of an engine call for `req`; the view
   // comes from state_->view(), read once per request.

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -63,6 +64,12 @@ class LoopbackHttpServer {
     std::lock_guard lock(mutex_);
     routes_[target] = std::move(r);
   }
+  // Answers targets no Set() route matches (a fake that computes its answer
+  // from the query, e.g. Prometheus' query_range); nullopt = 404.
+  void SetFallback(std::function<std::optional<Response>(const std::string& target)> fn) {
+    std::lock_guard lock(mutex_);
+    fallback_ = std::move(fn);
+  }
   std::vector<Request> requests() const {
     std::lock_guard lock(mutex_);
     return requests_;
@@ -107,7 +114,11 @@ class LoopbackHttpServer {
       for (const auto& f : req) rec.headers[std::string(f.name_string())] = std::string(f.value());
       requests_.push_back(std::move(rec));
       auto it = routes_.find(std::string(req.target()));
-      if (it != routes_.end()) r = it->second;
+      if (it != routes_.end()) {
+        r = it->second;
+      } else if (fallback_) {
+        if (auto f = fallback_(std::string(req.target()))) r = *f;
+      }
     }
     http::response<http::string_body> res{static_cast<http::status>(r.status), 11};
     res.set(http::field::content_type, r.content_type);
@@ -123,6 +134,7 @@ class LoopbackHttpServer {
   std::thread thread_;
   mutable std::mutex mutex_;
   std::map<std::string, Response> routes_;
+  std::function<std::optional<Response>(const std::string&)> fallback_;
   std::vector<Request> requests_;
 };
 

@@ -36,6 +36,13 @@ const std::vector<Route>& Api::Routes() {
       {"PUT", "/v1/topology", kAdmin, kRead, &Api::PutTopology, "Replace the topology (a new version)"},
       {"GET", "/v1/jobs", kReader, kRead, &Api::GetJobs, "The current jobs document"},
       {"PUT", "/v1/jobs", kAdmin, kRead, &Api::PutJobs, "Replace the jobs (a new version)"},
+      // link health: before /v1/jobs/{id}, which would match /v1/jobs/at-risk too
+      {"GET", "/v1/links/health", kReader, kRead, &Api::GetLinksHealth,
+       "Links ranked by the risk of their health trends, with the evidence (format=text; link= for its history)"},
+      {"GET", "/v1/jobs/at-risk", kReader, kSimulation, &Api::GetJobsAtRisk,
+       "Jobs whose paths cross degrading links, worst first, with the what-if of draining each link or its switch"},
+      {"GET", "/v1/jobs/{id}/network", kReader, kSimulation, &Api::GetJobNetwork,
+       "Network or GPU? How much of a job's observed slowdown the degraded fabric explains, and along which links"},
       {"GET", "/v1/jobs/{id}", kReader, kRead, &Api::GetJob, "One job"},
       {"GET", "/v1/jobs/{id}/paths", kReader, kRead, &Api::GetJobPaths,
        "The links a job's traffic crosses, with load and health"},
