@@ -178,6 +178,11 @@ struct SourceManagerOptions {
   // source's previous ones (the daemon logs them, naming each item). Runs on
   // the polling thread with no lock held.
   std::function<void(const SourceConfig&, const Diagnostics&)> on_diagnostics;
+  // Several daemons on one database: asked before each scheduled poll; when
+  // false the poll is skipped (another daemon polls and publishes) and asked
+  // again after min(refresh_s, may_poll_retry_s). Null = always poll.
+  std::function<bool()> may_poll;
+  double may_poll_retry_s = 1.0;
 };
 
 // The connector part of the daemon's config file: the optional "sources"

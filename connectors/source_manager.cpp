@@ -3,6 +3,7 @@
 // topology, jobs and telemetry only when their content changed.
 #include "connectors/source.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -140,7 +141,14 @@ void SourceManager::Stop() {
 
 void SourceManager::Run(std::stop_token stop, size_t index) {
   auto period = std::chrono::duration<double>(configs_[index].refresh_s);
+  auto retry = std::chrono::duration<double>(std::min<double>(configs_[index].refresh_s, options_.may_poll_retry_s));
   while (!stop.stop_requested()) {
+    if (options_.may_poll && !options_.may_poll()) {
+      std::unique_lock lock(run_mutex_);
+      wake_.wait_for(lock, stop, std::chrono::duration_cast<std::chrono::steady_clock::duration>(retry),
+                     [] { return false; });
+      continue;
+    }
     (void)Poll(index);
     std::unique_lock lock(run_mutex_);
     wake_.wait_for(lock, stop, std::chrono::duration_cast<std::chrono::steady_clock::duration>(period),

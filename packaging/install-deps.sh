@@ -10,6 +10,8 @@ packages=(
   libssl-dev                         # TLS for the server and https:// sources
   nlohmann-json3-dev                 # JSON documents and the REST API
   libsqlite3-dev sqlite3             # the versioned store and audit trail
+  libpq-dev                          # the PostgreSQL store backend (several daemons, one state)
+  postgresql-15 postgresql-client-15 # the throw-away cluster of the PostgreSQL store and e2e tests
   libspdlog-dev libfmt-dev           # logging and formatting
   libexpected-dev                    # tl::expected, the one result type
   libcli11-dev                       # the command line

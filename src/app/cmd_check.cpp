@@ -4,8 +4,10 @@
 //
 // A busy daemon answers 503 with Retry-After; check waits and asks again, a
 // bounded number of times within --timeout, so a gate in CI does not fail on
-// a momentary queue. The POST carries an Idempotency-Key, so a repeat can
-// never record a second assessment.
+// a momentary queue. With several --server URLs (daemons sharing one
+// PostgreSQL database) it tries the next one at once on a connection failure
+// or a 503. The POST carries an Idempotency-Key, so a repeat can never
+// record a second assessment, whichever daemon it reaches.
 #include <cstdio>
 #include <random>
 
@@ -49,9 +51,9 @@ int RunCheck(const CheckArgs& a) {
     fmt::print(stderr, "drainwise check: --format must be text or json\n");
     return 2;
   }
-  auto client = ClientFromArgs(a.client);
-  if (!client) {
-    fmt::print(stderr, "drainwise check: {}\n", client.error().message);
+  auto clients = ClientsFromArgs(a.client);
+  if (!clients) {
+    fmt::print(stderr, "drainwise check: {}\n", clients.error().message);
     return 2;
   }
   nlohmann::json links = nlohmann::json::array();
@@ -68,9 +70,10 @@ int RunCheck(const CheckArgs& a) {
   if (!a.ticket.empty()) body["ticket"] = a.ticket;
   body["requested_by"] = a.requested_by.empty() ? "drainwise-check" : a.requested_by;
 
-  auto sent = client->SendWithRetries(
-      "POST", "/v1/assessments", body.dump(), a.timeout_s, a.retry, {{"Idempotency-Key", NewIdempotencyKey()}},
-      [](const std::string& line) { fmt::print(stderr, "drainwise check: {}\n", line); });
+  auto sent = SendWithFailover(*clients, "POST", "/v1/assessments", body.dump(), a.timeout_s, a.retry,
+                               {{"Idempotency-Key", NewIdempotencyKey()}},
+                               [](const std::string& line) { fmt::print(stderr, "drainwise check: {}\n", line); });
+  const DaemonClient* client = &(*clients)[sent.server];  // the text report from the daemon that answered
   std::string attempts = sent.gave_up.empty() ? ""
                                               : fmt::format(" (gave up after {} attempt{}: {})", sent.attempts,
                                                             sent.attempts == 1 ? "" : "s", sent.gave_up);
@@ -120,6 +123,8 @@ void RegisterCheck(CLI::App& app, int* exit_code) {
       "waiting the 503's Retry-After, else 1 s doubled each time, plus up to half that again at random.\n"
       "It gives up when a wait would exceed --max-retry-wait or end past --timeout, which bounds the\n"
       "whole run, attempts and waits included.\n"
+      "Several --server (daemons on one PostgreSQL database): each attempt tries them in order and moves\n"
+      "on to the next at once after a connection failure or a 503; the waits above come between rounds.\n"
       "Every attempt sends the same Idempotency-Key, so a repeat never records a second assessment.\n"
       "Token: --token-file FILE, --token T, or the DRAINWISE_TOKEN environment variable.");
   AddClientOptions(cmd, &args->client);

@@ -1,5 +1,6 @@
 // drainwise serve: the daemon.
 #include <chrono>
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <functional>
@@ -18,6 +19,7 @@
 #include "app/link_health_monitor.h"
 #include "app/live_telemetry.h"
 #include "app/sd_notify.h"
+#include "app/store_follower.h"
 #include "codec/json_reader.h"
 #include "codec/native.h"
 #include "config/config.h"
@@ -83,6 +85,10 @@ void DeclareMetrics(server::Metrics& m) {
   m.DeclareGauge("drainwise_source_skipped_items", "Items a source's last good document left out (GET /v1/sources).");
   m.DeclareGauge("drainwise_source_warnings", "Warnings of a source's last good document (GET /v1/sources).");
   m.DeclareGauge("drainwise_simulations_queued", "Simulations waiting or running.");
+  m.DeclareGauge("drainwise_store_stale",
+                 "1 while a shared (PostgreSQL) store is unreachable or its change notifications are down: "
+                 "the view served may miss other daemons' writes.");
+  m.DeclareGauge("drainwise_source_poller", "1 when this daemon holds the sources lease (shared store).");
 }
 
 // Hands the connectors' combined documents to State. Updates can arrive
@@ -210,12 +216,16 @@ int RunServe(const ServeArgs& args) {
   store_options.keep_versions = cfg.store.keep_versions;
   store_options.idempotency_ttl_s = cfg.store.idempotency_ttl_s;
   store_options.listen_address = cfg.server.listen;
+  store_options.postgres = {cfg.store.password_file, cfg.store.password_env, cfg.store.sslmode,
+                            cfg.store.sslrootcert,   cfg.store.sslcert,      cfg.store.sslkey,
+                            cfg.store.connect_timeout_s};
   auto store = store::Store::Open(cfg.db_path, store_options);  // exits 1 when another daemon holds it
   if (!store) {
     log->error("{}", store.error().message);
     return 1;
   }
-  log->info("database {} (schema v{})", cfg.db_path, (*store)->schema_version());
+  log->info("database {} (schema v{}{})", (*store)->path(), (*store)->schema_version(),
+            (*store)->shared() ? ", shared with other daemons" : "");
   // A background write probe: one log line per change, and /readyz's answer.
   store::ProberOptions probe_options;
   probe_options.on_change = [log](bool ok, const std::string& why) {
@@ -286,6 +296,20 @@ int RunServe(const ServeArgs& args) {
       log->warn("stored calibration v{} ignored: {}", (*stored)->info.version, c.error().message);
     }
   }
+  // Several daemons on one database: the others' writes reach this view
+  // through the store's notifications (the guard stops them before `state`
+  // and the follower go).
+  std::unique_ptr<StoreFollower> follower;
+  struct StopNotifications {
+    store::Store* store;
+    ~StopNotifications() { store->SetChangeListener(nullptr); }
+  } stop_notifications{store->get()};
+  if ((*store)->shared()) {
+    follower = std::make_unique<StoreFollower>(&state, store->get(),
+                                               FollowerOptions{daemon_config.policy.has_value(), daemon_config.advisor},
+                                               Logger("store"));
+    (*store)->SetChangeListener([f = follower.get()](const std::string& what) { f->OnChange(what); });
+  }
   auto engine = engine::MakeEngine(Logger("engine"));
   server::Metrics metrics;
   DeclareMetrics(metrics);
@@ -322,9 +346,25 @@ int RunServe(const ServeArgs& args) {
   auto connectors_log = Logger("connectors");
   ConnectorFeed feed;
   std::unique_ptr<connectors::SourceManager> sources;
+  std::atomic<bool> source_lease{false};  // this daemon holds the "sources" lease (shared stores)
   if (!daemon_config.connectors.sources.empty()) {
     connectors::SourceManagerOptions so;
     so.profiles = daemon_config.connectors.profiles;
+    if ((*store)->shared()) {
+      // One poller for all sources across the daemons: the holder of the
+      // "sources" lease; the others serve what it stores (notifications).
+      so.may_poll = [&store, &source_lease, log] {
+        auto held = (*store)->HoldLease("sources");
+        bool now = held && *held;
+        if (now != source_lease.exchange(now)) {
+          if (now)
+            log->info("this daemon polls the sources (lease held)");
+          else
+            log->info("the sources are polled by another daemon{}", held ? "" : ": " + held.error().message);
+        }
+        return now;
+      };
+    }
     // Nothing is dropped silently: each skipped item and warning is logged
     // once, when a source's list changes (GET /v1/sources keeps them).
     so.on_diagnostics = [log = connectors_log](const connectors::SourceConfig& c, const connectors::Diagnostics& d) {
@@ -361,14 +401,21 @@ int RunServe(const ServeArgs& args) {
   hooks.metrics = [&metrics] { return metrics.Render(); };
   hooks.background_log = Logger("simulations");
   hooks.task_defaults = daemon_config.task;
-  hooks.store_writable = [&store_prober](std::string* why) { return store_prober.Writable(why); };
+  if ((*store)->shared()) {
+    hooks.store_fresh = [&store_prober, &store](std::string* why) {
+      return store_prober.Writable(why) && (*store)->Fresh(why);
+    };
+  } else {
+    hooks.store_writable = [&store_prober](std::string* why) { return store_prober.Writable(why); };
+  }
   if (sources) {
     hooks.sources = [&sources] {
       nlohmann::json list = nlohmann::json::array();
       for (const auto& s : sources->Statuses()) list.push_back(connectors::SourceStatusToJson(s));
       return nlohmann::json{{"sources", list}};
     };
-    hooks.sources_ready = [&sources](std::string* why) {
+    hooks.sources_ready = [&sources, &source_lease, shared = (*store)->shared()](std::string* why) {
+      if (shared && !source_lease.load()) return true;  // another daemon polls; its versions are served here
       std::string stale;
       for (const auto& s : sources->Statuses()) {
         if (s.stale)
@@ -452,6 +499,7 @@ int RunServe(const ServeArgs& args) {
                 {{"verdict", verdict.empty() ? "none" : verdict}});
     metrics.Observe("drainwise_simulation_duration_seconds", {{"kind", kind}}, seconds);
   };
+  if (follower) hooks.catch_up = [f = follower.get()] { f->CatchUp(); };
   server::Api api(&state, engine.get(), hooks);
   if (daemon_config.tokens) {
     log->info("authentication on: {} tokens from {}", daemon_config.tokens->size(), cfg.server.tokens_file);
@@ -465,7 +513,7 @@ int RunServe(const ServeArgs& args) {
                                                   {"status", std::to_string(s.status)}});
     metrics.Observe("drainwise_http_request_duration_seconds", {{"route", s.route}}, s.seconds);
   });
-  metrics.OnScrape([&state, &http](server::Metrics& m) {
+  metrics.OnScrape([&state, &http, &store, &store_prober, &source_lease](server::Metrics& m) {
     auto view = state.view();
     if (const auto& snap = view->snapshot) {
       m.Set("drainwise_snapshot_version", {{"kind", "topology"}}, static_cast<double>(snap->topology_version));
@@ -477,6 +525,11 @@ int RunServe(const ServeArgs& args) {
     }
     m.Set("drainwise_active_drains", {}, static_cast<double>(view->drains.size()));
     m.Set("drainwise_simulations_queued", {}, static_cast<double>(http.queued()));
+    if ((*store)->shared()) {
+      std::string why;
+      m.Set("drainwise_store_stale", {}, store_prober.Writable(&why) && (*store)->Fresh(&why) ? 0 : 1);
+      m.Set("drainwise_source_poller", {}, source_lease.load() ? 1 : 0);
+    }
   });
   if (auto st = http.Start(); !st) {
     log->error("{}", st.error().message);
@@ -557,7 +610,7 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("serve", "Run the daemon");
   cmd->add_option("--config", args->config_path, "JSON configuration file");
   cmd->add_option("--listen", args->listen, "HOST:PORT to listen on (default 127.0.0.1:8080)");
-  cmd->add_option("--db", args->db, "SQLite database path (default drainwise.db)");
+  cmd->add_option("--db", args->db, "SQLite database path (default drainwise.db) or postgresql://… URL");
   cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn, error");
   cmd->add_option("--port-file", args->port_file, "Write the bound port here once listening (for --listen HOST:0)");
   cmd->add_flag("--demo", args->demo, "Load the embedded demo fabric as a new version");

@@ -381,8 +381,10 @@ Result<std::string> ResolveToken(const std::string& token, const std::string& to
 }
 
 void AddClientOptions(CLI::App* cmd, ClientArgs* args) {
-  cmd->add_option("--server", args->server, "Daemon URL: http(s)://HOST[:PORT][/PREFIX] or HOST:PORT")
-      ->capture_default_str();
+  cmd->add_option("--server", args->servers,
+                  "Daemon URL: http(s)://HOST[:PORT][/PREFIX] or HOST:PORT; repeat it for several daemons on one "
+                  "database (check tries the next on a connection failure or 503)")
+      ->default_str(args->server);
   cmd->add_option("--ca-file", args->ca_file,
                   "PEM certificates to trust for an https:// server (default: the system store); the "
                   "server's name or address must match its certificate");
@@ -401,7 +403,7 @@ Result<DaemonClient> ClientFromArgs(const ClientArgs& args) {
   auto token = ResolveToken(args.token, args.token_file);
   if (!token) return tl::unexpected(token.error());
   ClientOptions o;
-  o.server = args.server;
+  o.server = args.servers.empty() ? args.server : args.servers.front();
   o.ca_file = args.ca_file;
   o.token = *token;
   o.connect_timeout_s = args.connect_timeout_s;

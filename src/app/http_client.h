@@ -66,6 +66,7 @@ struct RetriedReply {
   Result<HttpReply> last;
   int attempts = 0;
   std::string gave_up;
+  size_t server = 0;  // SendWithFailover: the index of the client that gave `last`
 };
 
 class DaemonClient {
@@ -118,7 +119,8 @@ Result<std::string> ResolveToken(const std::string& token, const std::string& to
 
 // The command-line options every command that talks to the daemon shares.
 struct ClientArgs {
-  std::string server = "http://127.0.0.1:8080";
+  std::string server = "http://127.0.0.1:8080";  // when no --server is given
+  std::vector<std::string> servers;              // every --server, in order
   std::string ca_file;
   std::string token;
   std::string token_file;
@@ -129,7 +131,22 @@ struct ClientArgs {
 void AddClientOptions(CLI::App* cmd, ClientArgs* args);
 // A client for the options: token resolved, URL parsed, CA file loaded.
 // Errors name the option.
-Result<DaemonClient> ClientFromArgs(const ClientArgs& args);
+Result<DaemonClient> ClientFromArgs(const ClientArgs& args);  // the first --server
+// One client per --server, in order (the default server when none is given).
+Result<std::vector<DaemonClient>> ClientsFromArgs(const ClientArgs& args);
+
+// SendWithRetries over several daemons sharing one database: each round
+// asks the servers in order and moves on to the next at once after a
+// connection failure (refused, reset, timeout, TLS) or a 503; a round in
+// which every server failed waits as SendWithRetries does (Retry-After, else
+// a doubling backoff) before the next, at most policy.retries more rounds,
+// all within `timeout_s`. One server: exactly SendWithRetries. The request
+// must be safe to repeat on another daemon (an Idempotency-Key, stored in
+// the shared database, makes a POST so).
+RetriedReply SendWithFailover(const std::vector<DaemonClient>& clients, const std::string& method,
+                              const std::string& path, const std::string& body, double timeout_s,
+                              const RetryPolicy& policy, const HttpHeaders& headers = {},
+                              const std::function<void(const std::string&)>& on_retry = {});
 
 // The problem+json detail of an error answer (or its body), with a hint for
 // 401 and 403: "401 Unauthorized: no bearer token (give one with ...)".

@@ -1,6 +1,7 @@
 #include "config/config.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -68,7 +69,27 @@ Result<Config> ParseConfig(const nlohmann::json& doc) {
     if (s.listen.find(':') == std::string::npos) throw FieldError("listen", "expected HOST:PORT");
     if (r.Has("store")) {
       ObjectReader sr(r.Raw("store"), "store");
-      sr.RejectUnknown({"keep_versions", "idempotency_ttl_s"});
+      sr.RejectUnknown({"keep_versions", "idempotency_ttl_s", "url", "password_file", "password_env", "sslmode",
+                        "sslrootcert", "sslcert", "sslkey", "connect_timeout_s"});
+      c.db_path = sr.StringOr("url", c.db_path);  // the same as "db"
+      c.store.password_file = sr.StringOr("password_file", "");
+      c.store.password_env = sr.StringOr("password_env", "");
+      if (!c.store.password_file.empty() && !c.store.password_env.empty()) {
+        throw FieldError(sr.Child("password_env"), "give password_file or password_env, not both");
+      }
+      c.store.sslmode = sr.StringOr("sslmode", "");
+      static const std::set<std::string> kModes = {"",        "disable",   "allow",      "prefer",
+                                                   "require", "verify-ca", "verify-full"};
+      if (!kModes.count(c.store.sslmode)) {
+        throw FieldError(sr.Child("sslmode"), "expected disable, allow, prefer, require, verify-ca or verify-full");
+      }
+      c.store.sslrootcert = sr.StringOr("sslrootcert", "");
+      c.store.sslcert = sr.StringOr("sslcert", "");
+      c.store.sslkey = sr.StringOr("sslkey", "");
+      c.store.connect_timeout_s = static_cast<int>(sr.IntOr("connect_timeout_s", c.store.connect_timeout_s));
+      if (c.store.connect_timeout_s < 2 || c.store.connect_timeout_s > 300) {
+        throw FieldError(sr.Child("connect_timeout_s"), "must be between 2 and 300 seconds");
+      }
       c.store.keep_versions = sr.IntOr("keep_versions", c.store.keep_versions);
       if (c.store.keep_versions < 0) {
         throw FieldError(sr.Child("keep_versions"), "must be >= 0 (0 keeps every version)");
@@ -126,31 +147,39 @@ Result<Config> LoadConfigFile(const std::string& path) {
 
 nlohmann::json ConfigToJson(const Config& c) {
   const auto& s = c.server;
-  nlohmann::json out = {
-      {"listen", s.listen},
-      {"db", c.db_path},
-      {"policy_file", c.policy_file},
-      {"log_level", c.log_level},
-      {"server",
-       {{"io_threads", s.io_threads},
-        {"workers", s.workers},
-        {"body_limit_bytes", s.body_limit_bytes},
-        {"read_timeout_s", s.read_timeout_s},
-        {"queue_limit", s.queue_limit},
-        {"read_workers", s.read_workers},
-        {"read_queue_limit", s.read_queue_limit},
-        {"body_memory_limit_bytes", s.body_memory_limit_bytes},
-        {"assessment_deadline_s", s.assessment_deadline_s},
-        {"tokens_file", s.tokens_file},
-        {"tls_cert", s.tls_cert},
-        {"tls_key", s.tls_key}}},
-      {"store", {{"keep_versions", c.store.keep_versions}, {"idempotency_ttl_s", c.store.idempotency_ttl_s}}},
-      {"sources", c.sources},
-      {"profiles", c.profiles},
-      {"telemetry", c.telemetry},
-      {"simulation", c.simulation},
-      {"advisor", c.advisor},
-      {"task", c.task}};
+  nlohmann::json out = {{"listen", s.listen},
+                        {"db", c.db_path},
+                        {"policy_file", c.policy_file},
+                        {"log_level", c.log_level},
+                        {"server",
+                         {{"io_threads", s.io_threads},
+                          {"workers", s.workers},
+                          {"body_limit_bytes", s.body_limit_bytes},
+                          {"read_timeout_s", s.read_timeout_s},
+                          {"queue_limit", s.queue_limit},
+                          {"read_workers", s.read_workers},
+                          {"read_queue_limit", s.read_queue_limit},
+                          {"body_memory_limit_bytes", s.body_memory_limit_bytes},
+                          {"assessment_deadline_s", s.assessment_deadline_s},
+                          {"tokens_file", s.tokens_file},
+                          {"tls_cert", s.tls_cert},
+                          {"tls_key", s.tls_key}}},
+                        {"store",
+                         {{"keep_versions", c.store.keep_versions},
+                          {"idempotency_ttl_s", c.store.idempotency_ttl_s},
+                          {"password_file", c.store.password_file},
+                          {"password_env", c.store.password_env},
+                          {"sslmode", c.store.sslmode},
+                          {"sslrootcert", c.store.sslrootcert},
+                          {"sslcert", c.store.sslcert},
+                          {"sslkey", c.store.sslkey},
+                          {"connect_timeout_s", c.store.connect_timeout_s}}},
+                        {"sources", c.sources},
+                        {"profiles", c.profiles},
+                        {"telemetry", c.telemetry},
+                        {"simulation", c.simulation},
+                        {"advisor", c.advisor},
+                        {"task", c.task}};
   if (!c.link_health.is_null()) out["link_health"] = c.link_health;
   return out;
 }

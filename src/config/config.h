@@ -34,6 +34,16 @@ struct ServerOptions {
 struct StoreSettings {
   int64_t keep_versions = 1000;       // newest versions kept per document kind, besides referenced ones; 0 = all
   int64_t idempotency_ttl_s = 86400;  // an Idempotency-Key is honoured this long (1 s to 10 years)
+  // PostgreSQL (db = "postgresql://…", or store.url): the password from a
+  // file (first line) or an environment variable, never the config itself;
+  // TLS as libpq's sslmode / sslrootcert / sslcert / sslkey.
+  std::string password_file;
+  std::string password_env;
+  std::string sslmode;
+  std::string sslrootcert;
+  std::string sslcert;
+  std::string sslkey;
+  int connect_timeout_s = 5;
 };
 
 struct Config {

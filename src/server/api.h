@@ -111,6 +111,14 @@ struct ApiHooks {
   std::function<bool(std::string*)> sources_ready;  // readyz: false + reason when a source is stale
   // readyz: false + reason while the store cannot write (the store prober's last result; must not block).
   std::function<bool(std::string*)> store_writable;
+  // readyz with a store shared by several daemons (PostgreSQL): false + reason while the database is
+  // unreachable or this daemon may miss the others' changes. The daemon stays ready (200) and says
+  // "stale": reads answer from the last view, writes get 503 + Retry-After from the store itself.
+  std::function<bool(std::string*)> store_fresh;
+  // Several daemons on one store: called before an assessment or plan takes its view, to apply what
+  // the other daemons committed before this request arrived (a drain recorded through another daemon
+  // counts in this verdict). Must not throw; on a database error it returns and the view is served.
+  std::function<void()> catch_up;
   std::function<std::string()> metrics;                                 // GET /metrics (text format)
   std::function<Result<nlohmann::json>(const ApiRequest&)> links;       // GET /v1/links
   std::function<Result<nlohmann::json>(const std::string&)> job_paths;  // GET /v1/jobs/{id}/paths

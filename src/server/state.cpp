@@ -131,6 +131,21 @@ Result<bool> State::LoadLatest() {
   return true;
 }
 
+Result<bool> State::LoadLatestIfChanged() {
+  auto latest_version = [&](store::DocKind kind) -> Result<int64_t> {
+    return store_->LatestVersion(kind);  // by version, not creation time: daemons' clocks differ
+  };
+  auto topology = latest_version(store::DocKind::kTopology);
+  if (!topology) return tl::unexpected(topology.error());
+  auto jobs = latest_version(store::DocKind::kJobs);
+  if (!jobs) return tl::unexpected(jobs.error());
+  if (*topology == 0) return false;
+  auto current = view()->snapshot;
+  if (!current || current->topology_version != *topology || current->jobs_version != *jobs) return LoadLatest();
+  if (auto st = ReloadDrains(); !st) return tl::unexpected(st.error());
+  return false;
+}
+
 Result<PutOutcome> State::PutTopology(const nlohmann::json& doc, const std::string& source,
                                       const std::string& principal) {
   auto spec = codec::ParseTopology(doc);

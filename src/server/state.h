@@ -83,6 +83,13 @@ class State {
   Result<PutOutcome> PutSpecs(const model::TopologySpec* topology, const model::JobsSpec* jobs,
                               const std::string& source, std::optional<engine::TopologyDrift> drift = std::nullopt);
 
+  // For a store shared with other daemons: publishes the latest stored
+  // topology and jobs (with the active drains) when their versions differ
+  // from the view's, else only re-reads the drains. Returns whether a new
+  // snapshot was published; false, changing nothing, when the store holds
+  // no topology.
+  Result<bool> LoadLatestIfChanged();
+
   // Re-reads the drains in progress from the store and publishes them,
   // resolved against the current topology (a drain whose elements vanished
   // keeps the ones that remain).

@@ -1,5 +1,8 @@
 #include "store/store.h"
 
+#include "store/pg_store.h"
+#include "store/sqlite_store.h"
+
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/file.h>
@@ -279,16 +282,25 @@ Result<int> LockDatabase(const std::string& db, const std::string& listen) {
 
 }  // namespace
 
-Store::Store(sqlite3* db, std::string path, StoreOptions options)
-    : db_(db), path_(std::move(path)), options_(std::move(options)) {}
+SqliteStore::SqliteStore(sqlite3* db, std::string path, StoreOptions options)
+    : Store(std::move(path), std::move(options)), db_(db) {}
 
-Store::~Store() {
+bool IsPostgresUrl(std::string_view path) {
+  return path.starts_with("postgresql://") || path.starts_with("postgres://");
+}
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
+  if (IsPostgresUrl(path)) return PgStore::Open(path, std::move(options));
+  return SqliteStore::Open(path, std::move(options));
+}
+
+SqliteStore::~SqliteStore() {
   sqlite3_close_v2(probe_db_);
   sqlite3_close_v2(db_);
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock; the file stays (see Open)
 }
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
+Result<std::unique_ptr<Store>> SqliteStore::Open(const std::string& path, StoreOptions options) {
   if (options.idempotency_ttl_s < 1) {
     return InvalidArgument(
         fmt::format("database {}: idempotency_ttl_s must be >= 1, got {}", path, options.idempotency_ttl_s));
@@ -314,7 +326,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions
     return MakeError(ErrorCode::kIo, fmt::format("database {}: cannot open: {}", path, msg));
   }
   sqlite3_busy_timeout(db, 5000);
-  std::unique_ptr<Store> store(new Store(db, path, std::move(options)));
+  std::unique_ptr<SqliteStore> store(new SqliteStore(db, path, std::move(options)));
   store->lock_fd_ = lock_fd;
   // WAL: readers never block the writer; synchronous=FULL so an acknowledged
   // write survives a crash or power loss.
@@ -342,19 +354,19 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions
       return MakeError(ErrorCode::kIo, fmt::format("database {}: {}", path, msg));
     }
   }
-  return store;
+  return std::unique_ptr<Store>(std::move(store));
 }
 
-int64_t Store::Now() const { return options_.clock ? options_.clock() : NowSeconds(); }
+int64_t SqliteStore::Now() const { return options_.clock ? options_.clock() : NowSeconds(); }
 
-Status Store::SetListenAddress(const std::string& address) {
+Status SqliteStore::SetListenAddress(const std::string& address) {
   std::lock_guard lock(mu_);
   options_.listen_address = address;
   if (lock_fd_ < 0) return {};
   return WriteLockHolder(lock_fd_, path_, address);
 }
 
-Status Store::ProbeWrite() {
+Status SqliteStore::ProbeWrite() {
   std::unique_lock<std::mutex> main_lock;
   sqlite3* db = probe_db_;
   if (!db) {  // ":memory:": the only connection
@@ -377,7 +389,7 @@ Status Store::ProbeWrite() {
   return fail(ErrorCode::kIo, "");
 }
 
-Status Store::Exec(const char* sql) {
+Status SqliteStore::Exec(const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
     std::string msg = err ? err : sqlite3_errmsg(db_);
@@ -387,7 +399,7 @@ Status Store::Exec(const char* sql) {
   return {};
 }
 
-Status Store::Migrate() {
+Status SqliteStore::Migrate() {
   std::lock_guard lock(mu_);
   if (auto st = Exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
                      "version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);");
@@ -423,7 +435,7 @@ Status Store::Migrate() {
   return {};
 }
 
-Result<Store::PutResult> Store::PutDocument(DocumentInfo info, const std::string& body) {
+Result<Store::PutResult> SqliteStore::PutDocument(DocumentInfo info, const std::string& body) {
   std::lock_guard lock(mu_);
   const std::string kind(DocKindName(info.kind));
   info.hash = ContentHash(body);
@@ -499,9 +511,9 @@ DocumentInfo ReadDocInfo(const Stmt& s) {
 }
 }  // namespace
 
-Result<std::optional<Document>> Store::LatestDocument(DocKind kind) { return GetDocument(kind, 0); }
+Result<std::optional<Document>> SqliteStore::LatestDocument(DocKind kind) { return GetDocument(kind, 0); }
 
-Result<std::optional<Document>> Store::GetDocument(DocKind kind, int64_t version) {
+Result<std::optional<Document>> SqliteStore::GetDocument(DocKind kind, int64_t version) {
   std::lock_guard lock(mu_);
   std::string sql = fmt::format("SELECT {}, body FROM documents WHERE kind = ? {} ORDER BY version DESC LIMIT 1",
                                 kDocColumns, version > 0 ? "AND version = ?" : "");
@@ -517,7 +529,7 @@ Result<std::optional<Document>> Store::GetDocument(DocKind kind, int64_t version
   return std::optional<Document>(std::move(d));
 }
 
-Result<std::vector<DocumentInfo>> Store::ListDocuments(std::optional<DocKind> kind, int limit) {
+Result<std::vector<DocumentInfo>> SqliteStore::ListDocuments(std::optional<DocKind> kind, int limit) {
   std::lock_guard lock(mu_);
   std::string sql = fmt::format("SELECT {} FROM documents {} ORDER BY created_at DESC, version DESC LIMIT ?",
                                 kDocColumns, kind ? "WHERE kind = ?" : "");
@@ -532,7 +544,7 @@ Result<std::vector<DocumentInfo>> Store::ListDocuments(std::optional<DocKind> ki
   return out;
 }
 
-Status Store::PruneIdempotencyLocked(int64_t now) {
+Status SqliteStore::PruneIdempotencyLocked(int64_t now) {
   // Bounded, so that a write after a long idle period does not stall on a
   // large backlog; the rest goes with later writes (Find ignores them anyway).
   Stmt s(db_,
@@ -543,7 +555,7 @@ Status Store::PruneIdempotencyLocked(int64_t now) {
   return {};
 }
 
-Status Store::PutAssessment(const AssessmentRecord& r) {
+Status SqliteStore::PutAssessment(const AssessmentRecord& r) {
   std::lock_guard lock(mu_);
   const int64_t now = Now();
   const int64_t created_at = r.created_at ? r.created_at : now;
@@ -593,8 +605,8 @@ Status Store::PutAssessment(const AssessmentRecord& r) {
   return {};
 }
 
-Result<std::optional<IdempotencyEntry>> Store::FindIdempotency(const std::string& principal, const std::string& key,
-                                                               int64_t now) {
+Result<std::optional<IdempotencyEntry>> SqliteStore::FindIdempotency(const std::string& principal,
+                                                                     const std::string& key, int64_t now) {
   std::lock_guard lock(mu_);
   Stmt s(db_,
          "SELECT principal, key, fingerprint, record_id, created_at FROM idempotency_keys "
@@ -612,7 +624,7 @@ Result<std::optional<IdempotencyEntry>> Store::FindIdempotency(const std::string
   return std::optional<IdempotencyEntry>(std::move(e));
 }
 
-Result<std::optional<AssessmentRecord>> Store::GetAssessment(const std::string& id) {
+Result<std::optional<AssessmentRecord>> SqliteStore::GetAssessment(const std::string& id) {
   std::lock_guard lock(mu_);
   Stmt s(db_, fmt::format("SELECT {} FROM assessments WHERE id = ?", kAssessmentColumns).c_str());
   s.Bind(1, id);
@@ -622,7 +634,7 @@ Result<std::optional<AssessmentRecord>> Store::GetAssessment(const std::string& 
   return std::optional<AssessmentRecord>(ReadAssessment(s));
 }
 
-Result<std::optional<AssessmentRecord>> Store::FindByIdempotencyKey(const std::string& key) {
+Result<std::optional<AssessmentRecord>> SqliteStore::FindByIdempotencyKey(const std::string& key) {
   std::lock_guard lock(mu_);
   Stmt s(db_, fmt::format("SELECT {} FROM assessments WHERE idempotency_key = ? ORDER BY created_at DESC, rowid DESC "
                           "LIMIT 1",
@@ -635,7 +647,7 @@ Result<std::optional<AssessmentRecord>> Store::FindByIdempotencyKey(const std::s
   return std::optional<AssessmentRecord>(ReadAssessment(s));
 }
 
-Result<std::vector<AssessmentRecord>> Store::ListAssessments(const std::string& ticket, int limit) {
+Result<std::vector<AssessmentRecord>> SqliteStore::ListAssessments(const std::string& ticket, int limit) {
   std::lock_guard lock(mu_);
   std::string sql = fmt::format("SELECT {} FROM assessments {} ORDER BY created_at DESC, rowid DESC LIMIT ?",
                                 kAssessmentColumns, ticket.empty() ? "" : "WHERE ticket = ?");
@@ -650,7 +662,7 @@ Result<std::vector<AssessmentRecord>> Store::ListAssessments(const std::string& 
   return out;
 }
 
-Status Store::PutDrain(const DrainRecord& r) {
+Status SqliteStore::PutDrain(const DrainRecord& r) {
   std::lock_guard lock(mu_);
   // Zero versions: the latest stored ones, read in the same statement.
   Stmt s(db_,
@@ -669,7 +681,7 @@ Status Store::PutDrain(const DrainRecord& r) {
   return {};
 }
 
-Result<bool> Store::EndDrain(const std::string& id, int64_t ended_at) {
+Result<bool> SqliteStore::EndDrain(const std::string& id, int64_t ended_at) {
   std::lock_guard lock(mu_);
   Stmt s(db_, "UPDATE drains SET ended_at = ? WHERE id = ? AND ended_at IS NULL");
   s.Bind(1, ended_at).Bind(2, id);
@@ -677,7 +689,7 @@ Result<bool> Store::EndDrain(const std::string& id, int64_t ended_at) {
   return sqlite3_changes(db_) > 0;
 }
 
-Result<std::vector<DrainRecord>> Store::ListDrains(bool active_only) {
+Result<std::vector<DrainRecord>> SqliteStore::ListDrains(bool active_only) {
   std::lock_guard lock(mu_);
   std::string sql = fmt::format(
       "SELECT id, ticket, requested_by, started_at, expected_end, ended_at, spec, principal, topology_version, "
@@ -705,7 +717,7 @@ Result<std::vector<DrainRecord>> Store::ListDrains(bool active_only) {
   return out;
 }
 
-Result<int64_t> Store::PutObservation(const ObservationRecord& r) {
+Result<int64_t> SqliteStore::PutObservation(const ObservationRecord& r) {
   std::lock_guard lock(mu_);
   Stmt s(db_,
          "INSERT INTO observations(job_id, observed_at, iteration_s, predicted_s, drain_key, body) "
@@ -716,7 +728,7 @@ Result<int64_t> Store::PutObservation(const ObservationRecord& r) {
   return sqlite3_last_insert_rowid(db_);
 }
 
-Result<std::vector<ObservationRecord>> Store::ListObservations(const std::string& job_id, int limit) {
+Result<std::vector<ObservationRecord>> SqliteStore::ListObservations(const std::string& job_id, int limit) {
   std::lock_guard lock(mu_);
   std::string sql = fmt::format(
       "SELECT id, job_id, observed_at, iteration_s, predicted_s, drain_key, body FROM observations {} "
@@ -743,7 +755,7 @@ Result<std::vector<ObservationRecord>> Store::ListObservations(const std::string
   return out;
 }
 
-Result<std::string> Store::IntegrityCheck() {
+Result<std::string> SqliteStore::IntegrityCheck() {
   std::lock_guard lock(mu_);
   Stmt s(db_, "PRAGMA integrity_check");
   if (s.Step() != SQLITE_ROW) return DbError(db_, "integrity check");

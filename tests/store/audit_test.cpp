@@ -9,39 +9,42 @@
 
 #include "store/store.h"
 #include "testing/daemon.h"
+#include "testing/postgres.h"
 
 using namespace drainwise;
 
 TEST_CASE("assessments, drains and documents return the principal they were stored with") {
-  auto s = store::Store::Open(":memory:");
-  REQUIRE(s.has_value());
-  auto& st = **s;
-  store::DocumentInfo info;
-  info.kind = store::DocKind::kPolicy;
-  info.principal = "ci-bot (admin)";
-  REQUIRE(st.PutDocument(info, "{}").has_value());
-  CHECK((*st.LatestDocument(store::DocKind::kPolicy))->info.principal == "ci-bot (admin)");
-  CHECK(st.ListDocuments(store::DocKind::kPolicy, 10)->front().principal == "ci-bot (admin)");
+  FOR_EACH_STORE_BACKEND(backend) {
+    auto s = store::Store::Open(backend.NewDatabase());
+    REQUIRE(s.has_value());
+    auto& st = **s;
+    store::DocumentInfo info;
+    info.kind = store::DocKind::kPolicy;
+    info.principal = "ci-bot (admin)";
+    REQUIRE(st.PutDocument(info, "{}").has_value());
+    CHECK((*st.LatestDocument(store::DocKind::kPolicy))->info.principal == "ci-bot (admin)");
+    CHECK(st.ListDocuments(store::DocKind::kPolicy, 10)->front().principal == "ci-bot (admin)");
 
-  store::AssessmentRecord a;
-  a.id = "a-1";
-  a.request = a.result = "{}";
-  a.requested_by = "alice\nforged row";  // the client's claim, kept verbatim
-  a.principal = "anonymous (127.0.0.1:5555)";
-  REQUIRE(st.PutAssessment(a).has_value());
-  auto got = st.GetAssessment("a-1");
-  CHECK((*got)->principal == "anonymous (127.0.0.1:5555)");
-  CHECK((*got)->requested_by == "alice\nforged row");
-  CHECK(st.ListAssessments("", 10)->front().principal == "anonymous (127.0.0.1:5555)");
+    store::AssessmentRecord a;
+    a.id = "a-1";
+    a.request = a.result = "{}";
+    a.requested_by = "alice\nforged row";  // the client's claim, kept verbatim
+    a.principal = "anonymous (127.0.0.1:5555)";
+    REQUIRE(st.PutAssessment(a).has_value());
+    auto got = st.GetAssessment("a-1");
+    CHECK((*got)->principal == "anonymous (127.0.0.1:5555)");
+    CHECK((*got)->requested_by == "alice\nforged row");
+    CHECK(st.ListAssessments("", 10)->front().principal == "anonymous (127.0.0.1:5555)");
 
-  store::DrainRecord d;
-  d.id = "d-1";
-  d.spec = "{}";
-  d.requested_by = "bob";
-  d.principal = "oncall (operator)";
-  REQUIRE(st.PutDrain(d).has_value());
-  CHECK(st.ListDrains(false)->front().principal == "oncall (operator)");
-  CHECK(st.ListDrains(false)->front().requested_by == "bob");
+    store::DrainRecord d;
+    d.id = "d-1";
+    d.spec = "{}";
+    d.requested_by = "bob";
+    d.principal = "oncall (operator)";
+    REQUIRE(st.PutDrain(d).has_value());
+    CHECK(st.ListDrains(false)->front().principal == "oncall (operator)");
+    CHECK(st.ListDrains(false)->front().requested_by == "bob");
+  }
 }
 
 TEST_CASE("a schema-2 database is migrated: records kept, active drains pinned to the latest versions") {

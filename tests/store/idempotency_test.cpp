@@ -9,6 +9,7 @@
 
 #include "store/store.h"
 #include "testing/daemon.h"
+#include "testing/postgres.h"
 
 using namespace drainwise;
 
@@ -42,69 +43,75 @@ int64_t CountRows(const std::string& db, const char* table) {
 }  // namespace
 
 TEST_CASE("an idempotency key belongs to one principal and remembers its fingerprint and record") {
-  int64_t now = 1'000'000;
-  auto s = store::Store::Open(":memory:", {.idempotency_ttl_s = 60, .clock = [&] { return now; }});
-  REQUIRE(s.has_value());
-  auto& st = **s;
-  REQUIRE(st.PutAssessment(Record("a-1", "alice (operator)", "k1", "fp-1")).has_value());
-  auto e = st.FindIdempotency("alice (operator)", "k1", now);
-  REQUIRE(e.has_value());
-  REQUIRE(e->has_value());
-  CHECK((*e)->record_id == "a-1");
-  CHECK((*e)->fingerprint == "fp-1");
-  CHECK((*e)->created_at == now);
-  CHECK((*e)->principal == "alice (operator)");
-  // The record carries both too.
-  auto rec = st.GetAssessment("a-1");
-  CHECK((*rec)->principal == "alice (operator)");
-  CHECK((*rec)->idempotency_fingerprint == "fp-1");
+  FOR_EACH_STORE_BACKEND(backend) {
+    int64_t now = 1'000'000;
+    auto s = store::Store::Open(backend.NewDatabase(), {.idempotency_ttl_s = 60, .clock = [&] { return now; }});
+    REQUIRE(s.has_value());
+    auto& st = **s;
+    REQUIRE(st.PutAssessment(Record("a-1", "alice (operator)", "k1", "fp-1")).has_value());
+    auto e = st.FindIdempotency("alice (operator)", "k1", now);
+    REQUIRE(e.has_value());
+    REQUIRE(e->has_value());
+    CHECK((*e)->record_id == "a-1");
+    CHECK((*e)->fingerprint == "fp-1");
+    CHECK((*e)->created_at == now);
+    CHECK((*e)->principal == "alice (operator)");
+    // The record carries both too.
+    auto rec = st.GetAssessment("a-1");
+    CHECK((*rec)->principal == "alice (operator)");
+    CHECK((*rec)->idempotency_fingerprint == "fp-1");
 
-  // Another principal's key of the same name is another key.
-  CHECK_FALSE(st.FindIdempotency("bob (operator)", "k1", now)->has_value());
-  CHECK_FALSE(st.FindIdempotency("anonymous (127.0.0.1)", "k1", now)->has_value());
-  REQUIRE(st.PutAssessment(Record("a-2", "bob (operator)", "k1", "fp-2")).has_value());
-  CHECK((*st.FindIdempotency("bob (operator)", "k1", now))->record_id == "a-2");
-  CHECK((*st.FindIdempotency("alice (operator)", "k1", now))->record_id == "a-1");
+    // Another principal's key of the same name is another key.
+    CHECK_FALSE(st.FindIdempotency("bob (operator)", "k1", now)->has_value());
+    CHECK_FALSE(st.FindIdempotency("anonymous (127.0.0.1)", "k1", now)->has_value());
+    REQUIRE(st.PutAssessment(Record("a-2", "bob (operator)", "k1", "fp-2")).has_value());
+    CHECK((*st.FindIdempotency("bob (operator)", "k1", now))->record_id == "a-2");
+    CHECK((*st.FindIdempotency("alice (operator)", "k1", now))->record_id == "a-1");
 
-  // The same principal and key while it lives: refused, nothing stored.
-  auto dup = st.PutAssessment(Record("a-3", "alice (operator)", "k1", "fp-3"));
-  REQUIRE_FALSE(dup.has_value());
-  CHECK(dup.error().code == ErrorCode::kConflict);
-  CHECK(dup.error().message.find("'k1'") != std::string::npos);
-  CHECK(dup.error().message.find("a-1") != std::string::npos);
-  CHECK_FALSE(st.GetAssessment("a-3")->has_value());
+    // The same principal and key while it lives: refused, nothing stored.
+    auto dup = st.PutAssessment(Record("a-3", "alice (operator)", "k1", "fp-3"));
+    REQUIRE_FALSE(dup.has_value());
+    CHECK(dup.error().code == ErrorCode::kConflict);
+    CHECK(dup.error().message.find("'k1'") != std::string::npos);
+    CHECK(dup.error().message.find("a-1") != std::string::npos);
+    CHECK_FALSE(st.GetAssessment("a-3")->has_value());
 
-  // No key, no entry; records without keys never collide.
-  REQUIRE(st.PutAssessment(Record("a-4", "alice (operator)", "", "")).has_value());
-  REQUIRE(st.PutAssessment(Record("a-5", "alice (operator)", "", "")).has_value());
-  CHECK_FALSE(st.FindIdempotency("alice (operator)", "", now)->has_value());
+    // No key, no entry; records without keys never collide.
+    REQUIRE(st.PutAssessment(Record("a-4", "alice (operator)", "", "")).has_value());
+    REQUIRE(st.PutAssessment(Record("a-5", "alice (operator)", "", "")).has_value());
+    CHECK_FALSE(st.FindIdempotency("alice (operator)", "", now)->has_value());
+  }
 }
 
 TEST_CASE("idempotency keys expire after idempotency_ttl_s and can then be used again") {
-  int64_t now = 1'000'000;
-  auto s = store::Store::Open(":memory:", {.idempotency_ttl_s = 60, .clock = [&] { return now; }});
-  REQUIRE(s.has_value());
-  auto& st = **s;
-  REQUIRE(st.PutAssessment(Record("a-1", "alice (admin)", "k", "fp-1")).has_value());
-  // Stored at t = 1000000: alive through t + 59, expired from t + 60.
-  CHECK(st.FindIdempotency("alice (admin)", "k", now + 59)->has_value());
-  CHECK_FALSE(st.FindIdempotency("alice (admin)", "k", now + 60)->has_value());
-  now += 60;
-  REQUIRE(st.PutAssessment(Record("a-2", "alice (admin)", "k", "fp-2")).has_value());
-  auto e = st.FindIdempotency("alice (admin)", "k", now);
-  REQUIRE(e->has_value());
-  CHECK((*e)->record_id == "a-2");
-  CHECK((*e)->fingerprint == "fp-2");
-  CHECK((*e)->created_at == now);
-  // The first record stays in the audit trail.
-  CHECK(st.GetAssessment("a-1")->has_value());
+  FOR_EACH_STORE_BACKEND(backend) {
+    int64_t now = 1'000'000;
+    auto s = store::Store::Open(backend.NewDatabase(), {.idempotency_ttl_s = 60, .clock = [&] { return now; }});
+    REQUIRE(s.has_value());
+    auto& st = **s;
+    REQUIRE(st.PutAssessment(Record("a-1", "alice (admin)", "k", "fp-1")).has_value());
+    // Stored at t = 1000000: alive through t + 59, expired from t + 60.
+    CHECK(st.FindIdempotency("alice (admin)", "k", now + 59)->has_value());
+    CHECK_FALSE(st.FindIdempotency("alice (admin)", "k", now + 60)->has_value());
+    now += 60;
+    REQUIRE(st.PutAssessment(Record("a-2", "alice (admin)", "k", "fp-2")).has_value());
+    auto e = st.FindIdempotency("alice (admin)", "k", now);
+    REQUIRE(e->has_value());
+    CHECK((*e)->record_id == "a-2");
+    CHECK((*e)->fingerprint == "fp-2");
+    CHECK((*e)->created_at == now);
+    // The first record stays in the audit trail.
+    CHECK(st.GetAssessment("a-1")->has_value());
+  }
 }
 
 TEST_CASE("the expiry is configurable and must be positive") {
-  auto bad = store::Store::Open(":memory:", {.idempotency_ttl_s = 0});
-  REQUIRE_FALSE(bad.has_value());
-  CHECK(bad.error().message.find("idempotency_ttl_s") != std::string::npos);
-  CHECK(store::StoreOptions{}.idempotency_ttl_s == 86400);  // the documented default: 24 h
+  FOR_EACH_STORE_BACKEND(backend) {
+    auto bad = store::Store::Open(backend.NewDatabase(), {.idempotency_ttl_s = 0});
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.error().message.find("idempotency_ttl_s") != std::string::npos);
+    CHECK(store::StoreOptions{}.idempotency_ttl_s == 86400);  // the documented default: 24 h
+  }
 }
 
 TEST_CASE("expired keys are pruned on later writes, a bounded batch at a time") {

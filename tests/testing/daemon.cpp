@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -100,8 +101,12 @@ Daemon::Daemon(std::vector<std::string> args, std::string dir) : dir_(std::move(
   }
   std::string port_file = dir_ + "/port";
   std::filesystem::remove(port_file);
-  std::vector<std::string> argv = {DRAINWISE_BINARY, "serve",   "--listen",    "127.0.0.1:0",
-                                   "--db",           db_path(), "--port-file", port_file};
+  std::vector<std::string> argv = {DRAINWISE_BINARY, "serve", "--listen", "127.0.0.1:0", "--port-file", port_file};
+  // A "--db" among `args` (a PostgreSQL URL) replaces the default SQLite file.
+  if (std::find(args.begin(), args.end(), "--db") == args.end()) {
+    argv.push_back("--db");
+    argv.push_back(db_path());
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   pid_ = fork();
   if (pid_ == 0) {

@@ -96,6 +96,7 @@ ApiResponse Api::PostSimulation(const RoutedRequest& rr, std::string_view kind) 
   } catch (const codec::FieldError& e) {
     return ErrorResponse(Error{ErrorCode::kInvalidArgument, e.what()}, rr.path);
   }
+  if (hooks_.catch_up) hooks_.catch_up();  // several daemons: the others' committed writes first
   auto view = state_->view();  // the one view this answer is computed on
   if (!view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
   const auto& snap = view->snapshot;

@@ -28,6 +28,11 @@ ApiResponse Api::Ready(const RoutedRequest& rr) {
     return ErrorResponse(Error{ErrorCode::kUnavailable, "the store cannot write: " + why}, rr.path);
   }
   json body = {{"status", "ready"}, {"topology_version", snap->topology_version}, {"jobs_version", snap->jobs_version}};
+  if (hooks_.store_fresh && !hooks_.store_fresh(&why)) {
+    body["status"] = "stale";
+    body["detail"] = why;
+    return JsonResponse(200, body);
+  }
   if (hooks_.sources_ready && !hooks_.sources_ready(&why)) {
     body["status"] = "degraded";
     body["detail"] = why;
