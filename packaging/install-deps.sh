@@ -19,6 +19,7 @@ packages=(
   curl python3 openssl               # end-to-end tests (TLS certificates) and the quick start
   clang libclang-rt-14-dev           # libFuzzer targets (tests/fuzz/run.sh)
   chromium nodejs                    # the console's browser test (tests/browser); npm: tests/api
+  libns3-dev                         # the packet level (sim/packet, ns-3 3.37); optional: without it that mode answers 501
 )
 
 missing=()
