@@ -40,14 +40,15 @@ TEST_CASE("packet level: a permutation through a halved uplink takes about twice
   // and the last packet's ~5 us of latency: ~335 us.
   // spine1 drained: the 8 flows of a leaf share its one 400G uplink, 50G
   // each: 640 us (+1.3 %, + 10 us): ~660 us. Slowdown ~ 660 / 335 - 1 = 97 %.
-  // Measured (spray): 366 us and 725 us, +98 %. The packet level is slower
+  // Measured (spray): 366 us and 725 us, +98 % (the same fabric written by
+  // hand, other link order: 369 and 752 us, +104 %). The packet level is slower
   // than the fluid ideal by 9-10 % on both sides: at a link loaded to
   // exactly 100 % DCTCP's marks keep the queue short and cost a few % of
   // rate, and flows do not finish together (TCP is not exactly fair), so
   // the last ones finish alone at their NIC's rate while the uplink idles.
-  // Bounds: each side within [ideal, ideal + 15 %] and the slowdown in
-  // 85..105 %: this rejects a model that does not halve (0 %), that
-  // double-counts (> 150 %), or that loses the rate (> +15 %).
+  // Bounds: each side within [ideal, ideal + 20 %] and the slowdown in
+  // 85..110 %: this rejects a model that does not halve (0 %), that
+  // double-counts (> 150 %), or that loses the rate (> +20 %).
   auto topo = Fabric(SixteenHosts());
   auto snap = Snapshot(topo, {PermutationJob("perm", HostNames(*topo), 8, kBytes)});
   const model::Drain drain = DrainSwitches(*topo, {"spine1"});
@@ -65,15 +66,15 @@ TEST_CASE("packet level: a permutation through a halved uplink takes about twice
     REQUIRE(j.drained.completed);
     MESSAGE("baseline ", j.baseline.comm_s * 1e6, " us, drained ", j.drained.comm_s * 1e6, " us");
     CHECK(j.drained.comm_s >= 650e-6);
-    CHECK(j.drained.comm_s <= 660e-6 * 1.15);
+    CHECK(j.drained.comm_s <= 660e-6 * 1.2);
     if (routing == sim::PacketRouting::kSpray) {
       // Hashing may put 5 of a leaf's 8 flows on one spine before the drain;
       // spraying cannot: the baseline is the NICs' 100G.
       CHECK(j.baseline.comm_s >= 325e-6);
-      CHECK(j.baseline.comm_s <= 335e-6 * 1.15);
+      CHECK(j.baseline.comm_s <= 335e-6 * 1.2);
       REQUIRE(j.slowdown_pct.has_value());
       CHECK(*j.slowdown_pct > 85);
-      CHECK(*j.slowdown_pct < 105);
+      CHECK(*j.slowdown_pct < 110);
     } else {
       CHECK(j.baseline.comm_s >= 320e-6);
     }
