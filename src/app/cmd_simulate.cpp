@@ -3,6 +3,7 @@
 //   drainwise simulate --topology T --jobs J --drain D [--switch S]...
 //                      --mode job --format json|table
 //   drainwise simulate --topology T --jobs J --candidates spine [--format ...]
+//   drainwise simulate --topology T --jobs J --switch S --mode packet [--routing spray|hash]
 //   drainwise simulate --mode task (--topology T | --preset 32k) --horizon 365d
 //                      [--seed N] [--trace sacct.json] [--options FILE]
 //                      [--format json|text|csv]
@@ -30,9 +31,11 @@
 #include "model/snapshot.h"
 #include "report/flow_report.h"
 #include "report/job_report.h"
+#include "report/packet_report.h"
 #include "report/task_report.h"
 #include "sim/flow_sim.h"
 #include "sim/job_sim.h"
+#include "sim/packet/packet_sim.h"
 #include "sim/task_sim.h"
 
 namespace drainwise::app {
@@ -66,6 +69,9 @@ struct SimulateArgs {
   bool seed_given = false;   // --seed on the command line (else the request's, else 1)
   std::string trace;         // sacct --json output; default a synthetic trace
   std::string task_options;  // a request document (reliability, drains, ...)
+  // --mode packet (sim/packet/packet_sim.h; defaults are PacketOptions').
+  size_t max_hosts = sim::PacketOptions{}.max_hosts;
+  size_t max_flows = sim::PacketOptions{}.max_flows;
 };
 
 // What every mode starts from.
@@ -304,6 +310,44 @@ int RunTaskMode(const SimulateArgs& a) {
   return 0;
 }
 
+// Packet level on ns-3 for the drain's blast radius, with the flow level
+// for the same jobs side by side. --routing spray|hash sets both levels.
+int RunPacketMode(const SimulateArgs& a, const Inputs& in) {
+  if (!sim::PacketLevelAvailable()) return Fail(kFailed, std::string(sim::PacketLevelUnavailableMessage()));
+  sim::PacketOptions o;
+  auto routing = sim::ParsePacketRouting(a.routing);
+  if (!routing) return Fail(kUsage, fmt::format("--routing '{}': --mode packet takes spray or hash", a.routing));
+  o.routing = *routing;
+  o.flow.routing = *routing == sim::PacketRouting::kSpray ? sim::FlowRouting::kSpray : sim::FlowRouting::kHashResilient;
+  o.flow.hash_seeds = a.hash_seeds;
+  o.seed = a.seed;
+  o.flow.seed = a.seed;
+  if (a.goodput) o.flow.goodput = *a.goodput;
+  if (a.per_hop_latency_us) o.per_hop_delay_s = o.flow.per_hop_latency_s = *a.per_hop_latency_us / 1e6;
+  if (a.per_message_overhead_us) {
+    o.per_message_overhead_s = o.flow.per_message_overhead_s = *a.per_message_overhead_us / 1e6;
+  }
+  o.max_hosts = a.max_hosts;
+  o.max_flows = a.max_flows;
+  const auto start = std::chrono::steady_clock::now();
+  auto result = sim::SimulatePackets(*in.snapshot, in.drain, o);
+  if (!result) {
+    const bool usage =
+        result.error().code == ErrorCode::kInvalidArgument || result.error().code == ErrorCode::kTooLarge;
+    return Fail(usage ? kUsage : kFailed, result.error().message);
+  }
+  nlohmann::json doc = report::PacketReportToJson(*result, *in.snapshot);
+  if (a.format == "json") {
+    fmt::print("{}\n", doc.dump(2));
+  } else {
+    fmt::print("{}", report::PacketReportText(doc, a.max_rows));
+  }
+  std::fflush(stdout);
+  fmt::print(stderr, "drainwise simulate: packet level in {:.2f} s\n",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return 0;
+}
+
 struct Mode {
   const char* name;
   int (*run)(const SimulateArgs&, const Inputs&);
@@ -311,6 +355,7 @@ struct Mode {
 constexpr Mode kModes[] = {
     {"job", RunJobMode},
     {"flow", RunFlowMode},
+    {"packet", RunPacketMode},
 };
 
 int RunSimulate(const SimulateArgs& a) {
@@ -347,7 +392,8 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
   cmd->add_option(
          "--mode", args->mode,
          "Fidelity: job (structural: paths, spray bandwidth) | flow (max-min fair flows: comm and iteration times) | "
-         "task (a horizon of failures, drains and jobs: availability, lost GPU-hours)")
+         "task (a horizon of failures, drains and jobs: availability, lost GPU-hours) | "
+         "packet (ns-3, the drain's blast radius: packet vs flow level per job)")
       ->capture_default_str();
   cmd->add_option("--format", args->format, "json | table (--mode task: json | text | csv, the time series)")
       ->capture_default_str();
@@ -364,7 +410,7 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-rows", args->max_rows, "Table rows at most")->capture_default_str();
   cmd->add_option("--routing", args->routing,
                   "--mode flow: spray | spray-path | hash | hash-rehash | adaptive (default: the topology's "
-                  "load_balancing, else spray-path)")
+                  "load_balancing, else spray-path); --mode packet: spray | hash")
       ->capture_default_str();
   cmd->add_option("--hash-seeds", args->hash_seeds, "--mode flow, hash routing: seeds (mean and worst)")
       ->capture_default_str();
@@ -379,6 +425,10 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
   cmd->add_option("--overload-penalty", args->overload_penalty,
                   "--mode flow: capacity lost on links at >= 95% at t = 0 (default 0: off)");
   cmd->add_option("--threads", args->threads, "--mode flow, hash routing: seeds simulated at once (0 = one per core)")
+      ->capture_default_str();
+  cmd->add_option("--max-hosts", args->max_hosts, "--mode packet: cap on the blast radius's hosts")
+      ->capture_default_str();
+  cmd->add_option("--max-flows", args->max_flows, "--mode packet: cap on the blast radius's flows (TCP connections)")
       ->capture_default_str();
   cmd->add_flag("--fluid-only", args->fluid_only,
                 "--mode flow: pure fluid model (goodput 1, no latency), as in the exactness contract");

@@ -8,6 +8,7 @@
 #include "codec/native.h"
 #include "report/advisor_report.h"
 #include "report/job_report.h"
+#include "report/packet_report.h"
 
 namespace drainwise::engine {
 
@@ -279,6 +280,7 @@ std::string VerdictOf(const json& document) {
 std::string RenderText(std::string_view kind, const json& body) {
   if (kind == "plan") return report::PlanText(body);
   if (kind == "candidates") return report::CandidatesText(body);
+  if (kind == "packet") return report::PacketReportText(body);  // stored by a packet background run
   return report::AssessmentText(body);
 }
 

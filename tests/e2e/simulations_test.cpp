@@ -125,7 +125,7 @@ TEST_CASE("a bad simulation request names the field") {
   REQUIRE_MESSAGE(d.started(), d.log());
   auto r = d.Call("POST", "/v1/simulations", R"({"mode":"quantum"})");
   CHECK(r.status == 400);
-  CHECK(r.Json()["detail"] == "mode: 'quantum' is not one of: task");
+  CHECK(r.Json()["detail"] == "mode: 'quantum' is not one of: task, packet");
   r = d.Call("POST", "/v1/simulations", R"({"mode":"task","horizon":"a year"})");
   CHECK(r.status == 400);
   CHECK(r.Json()["detail"].get<std::string>().rfind("horizon: 'a year' is not a duration", 0) == 0);

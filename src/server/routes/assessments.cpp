@@ -10,6 +10,7 @@
 #include "report/table.h"
 #include "server/api.h"
 #include "server/routes/common.h"
+#include "server/routes/packet_run.h"
 #include "server/routes/idempotency.h"
 
 namespace drainwise::server {
@@ -146,7 +147,16 @@ ApiResponse Api::PostSimulation(const RoutedRequest& rr, std::string_view kind) 
   return RecordResponse(rr, rec, false);
 }
 
-ApiResponse Api::PostAssessment(const RoutedRequest& rr) { return PostSimulation(rr, "assessment"); }
+ApiResponse Api::PostAssessment(const RoutedRequest& rr) {
+  // "modes":["packet"] can take minutes: it is a background run (202 +
+  // Location of /v1/simulations/{id}), never answered on the request path.
+  if (auto packet = PacketRunBodyOfAssessment(rr.request.body)) {
+    RoutedRequest run = rr;
+    run.request.body = packet->dump();
+    return PostSimulationRun(run);
+  }
+  return PostSimulation(rr, "assessment");
+}
 
 ApiResponse Api::PostPlan(const RoutedRequest& rr) { return PostSimulation(rr, "plan"); }
 

@@ -3,7 +3,7 @@
 // DELETE cancels a running one (or forgets a finished one). The runs live in
 // server/background.h; the modes a run can take are the rows of kModes.
 //
-// Adding a mode (e.g. "packet"): one row below whose Prepare turns the
+// Adding a mode: one row below whose Prepare turns the
 // request body and the serving view into a BackgroundRunFn. It runs on a
 // thread of its own: it must report progress and honour the stop token.
 #include <chrono>
@@ -16,6 +16,8 @@
 #include "server/api.h"
 #include "server/background.h"
 #include "server/routes/common.h"
+#include "server/routes/packet_run.h"
+#include "sim/packet/packet_sim.h"
 #include "sim/task_sim.h"
 
 namespace drainwise::server {
@@ -28,6 +30,9 @@ struct RunContext {
   const engine::View& view;
   std::shared_ptr<spdlog::logger> log;  // may be null
   const ApiHooks& hooks;
+  store::Store* store = nullptr;  // results stored as assessments (packet)
+  std::atomic<uint64_t>* sequence = nullptr;
+  std::string principal;
 };
 
 // The task-level simulation (sim/task_sim.h) on the serving view's topology.
@@ -73,12 +78,18 @@ Result<BackgroundRunFn> PrepareTask(const json& body, const RunContext& ctx) {
   };
 }
 
+// The packet level on ns-3 for a drain's blast radius (routes/packet_run.h).
+Result<BackgroundRunFn> PreparePacket(const json& body, const RunContext& ctx) {
+  return PreparePacketRun(body, PacketRunContext{ctx.view, ctx.log, ctx.store, ctx.sequence, ctx.principal});
+}
+
 struct Mode {
   const char* name;
   Result<BackgroundRunFn> (*prepare)(const json& body, const RunContext& ctx);
 };
 constexpr Mode kModes[] = {
     {"task", PrepareTask},
+    {"packet", PreparePacket},
 };
 
 json StatusJson(const RunStatus& s, bool with_result) {
@@ -104,7 +115,7 @@ ApiResponse Api::PostSimulationRun(const RoutedRequest& rr) {
   if (!body->is_object())
     return ErrorResponse(Error{ErrorCode::kInvalidArgument, "request body: must be an object"}, rr.path);
   if (!body->contains("mode") || !(*body)["mode"].is_string()) {
-    return ErrorResponse(Error{ErrorCode::kInvalidArgument, "mode: required, one of: task"}, rr.path);
+    return ErrorResponse(Error{ErrorCode::kInvalidArgument, "mode: required, one of: task, packet"}, rr.path);
   }
   const std::string mode = (*body)["mode"].get<std::string>();
   const Mode* found = nullptr;
@@ -117,9 +128,14 @@ ApiResponse Api::PostSimulationRun(const RoutedRequest& rr) {
     return ErrorResponse(Error{ErrorCode::kInvalidArgument, fmt::format("mode: '{}' is not one of: {}", mode, names)},
                          rr.path);
   }
+  if (mode == "packet" && PacketModeUnavailable()) {  // a build without ns-3
+    return routing::ProblemResponse(501, "not-implemented", "Not implemented in this build",
+                                    std::string(sim::PacketLevelUnavailableMessage()), rr.path);
+  }
   auto view = state_->view();
   if (!view || !view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
-  auto fn = found->prepare(*body, RunContext{*view, hooks_.background_log, hooks_});
+  auto fn = found->prepare(*body, RunContext{*view, hooks_.background_log, hooks_, &state_->store(), &sequence_,
+                                             rr.principal});
   if (!fn) return ErrorResponse(fn.error(), rr.path);
   auto id = background_->Start(mode, rr.principal, std::move(*fn));
   if (!id) {

@@ -1,0 +1,67 @@
+// Internal: one packet-level run (baseline or drained) as plain data, the
+// boundary between the pure part (packet_sim.cpp builds it) and the ns-3
+// part (packet_ns3.cpp runs it; packet_no_ns3.cpp when the build has no
+// ns-3). Indices are local to the run.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <stop_token>
+#include <vector>
+
+#include "model/error.h"
+#include "sim/packet/packet_sim.h"
+
+namespace drainwise::sim::packet_internal {
+
+struct RunLink {
+  uint32_t link = 0;  // model LinkId value
+  uint32_t a = 0;     // run node index of the link's `a` end
+  uint32_t b = 0;
+  double capacity_bps = 0;
+};
+
+// A switch's (or a host's) equal-cost next hops towards one destination NIC.
+struct RunRoute {
+  uint32_t node = 0;
+  uint32_t dst_link = 0;             // run link index of the destination NIC
+  std::vector<uint32_t> next_links;  // run link indices leaving `node`
+};
+
+// `connections` identical TCP connections of `bytes` each from the host at
+// src (through NIC link src_link) to dst (NIC link dst_link), released in
+// `steps` equal steps. Step k + 1 is released when every flow in `preds`
+// has delivered k + 1 steps (a ring's previous edge) and after the
+// per-message overhead; without preds every step is released at once.
+struct RunFlow {
+  uint32_t job_slot = 0;
+  uint32_t src = 0, dst = 0;
+  uint32_t src_link = 0, dst_link = 0;
+  uint32_t connections = 1;
+  uint64_t bytes = 0;
+  uint32_t steps = 1;
+  std::vector<uint32_t> preds;
+};
+
+struct RunInput {
+  std::vector<uint8_t> is_host;  // per run node
+  std::vector<RunLink> links;
+  std::vector<RunRoute> routes;
+  std::vector<RunFlow> flows;
+  // TCP's initial window: about one bandwidth-delay product of the fastest
+  // NIC over the longest path, so that a flow starts near line rate as an
+  // RDMA NIC does instead of in slow start.
+  uint32_t initial_cwnd_segments = 10;
+};
+
+struct RunOutput {
+  std::vector<double> flow_done_s;  // per flow: last byte of its last connection; < 0 when unfinished
+  PacketRunStats stats;             // links carry the run link's directed ids
+};
+
+// Runs `in` under the process-wide ns-3 mutex. `progress(f)`: share of
+// connections finished. Errors: kCancelled, kUnavailable (no ns-3).
+Result<RunOutput> RunScenario(const RunInput& in, const PacketOptions& options, std::stop_token stop,
+                              const std::function<void(double)>& progress);
+
+}  // namespace drainwise::sim::packet_internal
