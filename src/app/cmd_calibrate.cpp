@@ -1,7 +1,10 @@
 // drainwise calibrate: fits the flow-level model's transport parameters
 // (goodput, per-hop latency, per-message overhead) to the iteration times a
-// running daemon has been told about (POST /v1/observations), and with
-// --apply makes the daemon use them.
+// running daemon has been told about (POST /v1/observations), shows which
+// of them the observations identify and the leave-one-out errors, and with
+// --apply makes the daemon use them; the daemon refuses (409, exit 1 here)
+// a fit that predicts held-out observations no better than the parameters
+// in force (docs/calibration.md).
 #include <cmath>
 #include <string>
 
