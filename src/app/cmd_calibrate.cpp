@@ -50,7 +50,7 @@ void PrintFit(const nlohmann::json& doc) {
         ident = fmt::format(fmt::runtime("yes [" + std::string(r.fmt) + ", " + r.fmt + "]"), iv[0].get<double>(),
                             iv[1].get<double>());
       } else {
-        ident = fmt::format("no (data share {:.0f} %: stays near the default {})", 100 * p.value("data_share", 0.0),
+        ident = fmt::format("no (data share {:.0f} %; default {:g})", 100 * p.value("data_share", 0.0),
                             p.value("default", 0.0));
       }
     }
