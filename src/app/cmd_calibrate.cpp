@@ -1,7 +1,10 @@
 // drainwise calibrate: fits the flow-level model's transport parameters
 // (goodput, per-hop latency, per-message overhead) to the iteration times a
-// running daemon has been told about (POST /v1/observations), and with
-// --apply makes the daemon use them.
+// running daemon has been told about (POST /v1/observations), shows which
+// of them the observations identify and the leave-one-out errors, and with
+// --apply makes the daemon use them; the daemon refuses (409, exit 1 here)
+// a fit that predicts held-out observations no better than the parameters
+// in force (docs/calibration.md).
 #include <cmath>
 #include <string>
 
@@ -47,7 +50,7 @@ void PrintFit(const nlohmann::json& doc) {
         ident = fmt::format(fmt::runtime("yes [" + std::string(r.fmt) + ", " + r.fmt + "]"), iv[0].get<double>(),
                             iv[1].get<double>());
       } else {
-        ident = fmt::format("no (data share {:.0f} %: stays near the default {})", 100 * p.value("data_share", 0.0),
+        ident = fmt::format("no (data share {:.0f} %; default {:g})", 100 * p.value("data_share", 0.0),
                             p.value("default", 0.0));
       }
     }
