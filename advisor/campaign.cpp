@@ -172,12 +172,18 @@ class CampaignPlanner {
     std::vector<int> order(n);
     for (int i = 0; i < n; ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return item_earliest_[a] < item_earliest_[b]; });
+    // Fabric rules depend on the drain and the fabric only, not on the jobs:
+    // the policy on an impact without jobs, no simulation needed.
     auto fabric_ok = [&](const std::vector<int>& items) -> Result<bool> {
-      Drain d;
-      for (int i : items) d = d.Merge(req_.items[i].drain);
-      auto s = adv_.Simulate(ctx_, d, false, opts_.flow, policy_, stop_);
-      if (!s) return tl::unexpected(s.error());
-      return !HasStaticFabricReason(s->verdict);
+      policies::Impact impact;
+      impact.topology = ctx_.snapshot->topology.get();
+      for (int i : items) impact.drain = impact.drain.Merge(req_.items[i].drain);
+      if (!ctx_.active.empty()) impact.active.push_back(ctx_.active);
+      impact.now_unix_s = ctx_.now;
+      if (ctx_.drift) impact.drift = *ctx_.drift;
+      auto v = policies::Evaluate(policy_, impact);
+      if (!v) return tl::unexpected(v.error());
+      return !HasStaticFabricReason(*v);
     };
     std::vector<std::vector<int>> groups;
     std::vector<bool> placed(n, false);
