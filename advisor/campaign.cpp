@@ -85,7 +85,12 @@ class CampaignPlanner {
  public:
   CampaignPlanner(const Advisor& adv, const Context& ctx, const CampaignRequest& req, const policies::Policy& policy,
                   std::stop_token stop)
-      : adv_(adv), ctx_(ctx), req_(req), policy_(policy), stop_(stop), opts_(adv.options()) {}
+      : adv_(adv), ctx_(ctx), req_(req), policy_(policy), stop_(stop), opts_(adv.options()) {
+    job_policy_ = fabric_policy_ = policy;
+    job_policy_.fabric_rules.clear();
+    fabric_policy_.job_rules.clear();
+    for (const auto& r : policy.fabric_rules) has_windows_ |= r.kind == policies::FabricRuleKind::kChangeWindows;
+  }
 
   Result<Campaign> Run() {
     Campaign out;
@@ -264,9 +269,14 @@ class CampaignPlanner {
   }
 
   // The policy on `sc`'s impacts without the jobs in `gone`, at time `t`.
+  // Job rules and fabric rules are evaluated apart: the fabric rules depend
+  // on the drain alone (and on the time, for change windows), and measuring
+  // them walks every link, so their verdict is kept per drain unless the
+  // policy has change windows. The merged verdict is what Evaluate returns:
+  // job rules' reasons, then fabric rules', the worst decision.
   Result<std::pair<policies::Verdict, std::vector<policies::JobImpact>>> Judge(const Scenario& sc,
                                                                                const std::set<uint32_t>& gone,
-                                                                               int64_t t, const Drain& drain) const {
+                                                                               int64_t t, const Drain& drain) {
     policies::Impact impact;
     impact.topology = ctx_.snapshot->topology.get();
     impact.drain = drain;
@@ -276,8 +286,32 @@ class CampaignPlanner {
     for (const auto& pi : sc.impacts) {
       if (!gone.count(pi.job.value)) impact.jobs.push_back(pi);
     }
-    auto v = policies::Evaluate(policy_, impact);
+    auto v = policies::Evaluate(job_policy_, impact);
     if (!v) return tl::unexpected(v.error());
+    std::vector<uint32_t> key;
+    for (auto n : drain.switches) key.push_back(n.value);
+    key.push_back(UINT32_MAX);
+    for (auto l : drain.links) key.push_back(l.value);
+    const policies::Verdict* fabric = nullptr;
+    policies::Verdict fresh;
+    if (auto it = fabric_verdicts_.find(key); it != fabric_verdicts_.end() && !has_windows_) {
+      fabric = &it->second;
+    } else {
+      impact.jobs.swap(fresh_jobs_);
+      auto f = policies::Evaluate(fabric_policy_, impact);
+      impact.jobs.swap(fresh_jobs_);
+      if (!f) return tl::unexpected(f.error());
+      fresh = std::move(*f);
+      if (!has_windows_) {
+        fabric = &(fabric_verdicts_[key] = std::move(fresh));
+      } else {
+        fabric = &fresh;
+      }
+    }
+    v->reasons.insert(v->reasons.end(), fabric->reasons.begin(), fabric->reasons.end());
+    v->unchecked.insert(v->unchecked.end(), fabric->unchecked.begin(), fabric->unchecked.end());
+    if (Severity(fabric->decision) > Severity(v->decision)) v->decision = fabric->decision;
+    v->policy = policy_.name;
     return std::make_pair(std::move(*v), std::move(impact.jobs));
   }
 
@@ -309,7 +343,8 @@ class CampaignPlanner {
   }
 
   // Batch `b` started at `t` from state `st`: actions, verdict, costs.
-  Result<Candidate> Evaluate(int bi, const State& st, int64_t t) {
+  // REQUIRES: cursor_violators = Violators at st.cursor (CursorViolators).
+  Result<Candidate> Evaluate(int bi, const State& st, int64_t t, const std::vector<JobId>& cursor_violators) {
     const Batch& b = batches_[bi];
     const auto& snap = *st.snap;
     const auto& jobs = snap.jobs->jobs();
@@ -323,9 +358,7 @@ class CampaignPlanner {
     auto at_t = Judge(*sc, ended, t, b.drain);
     if (!at_t) return tl::unexpected(at_t.error());
     // Waits: who broke a rule at the cursor and has ended by t.
-    auto at_cursor = Judge(*sc, EndedBy(snap, st.cursor), st.cursor, b.drain);
-    if (!at_cursor) return tl::unexpected(at_cursor.error());
-    for (JobId j : Violators(at_cursor->first, snap)) {
+    for (JobId j : cursor_violators) {
       if (ended.count(j.value)) {
         CampaignAction a;
         a.kind = CampaignActionKind::kWait;
@@ -364,7 +397,9 @@ class CampaignPlanner {
     }
     std::stable_sort(migrations.begin(), migrations.end(), [](const auto& x, const auto& y) { return x.at < y.at; });
     c.batch.actions.insert(c.batch.actions.begin(), migrations.begin(), migrations.end());
-    auto after = Judge(*sc, gone, t, b.drain);
+    // Without migrations the verdict at t stands (the policy pass is the
+    // dear part of a candidate: fabric rules walk every link).
+    auto after = gone.size() == ended.size() ? std::move(at_t) : Judge(*sc, gone, t, b.drain);
     if (!after) return tl::unexpected(after.error());
     c.batch.verdict = after->first;
     c.batch.predicted = Predict(*sc);
@@ -389,14 +424,17 @@ class CampaignPlanner {
   }
 
   // Candidate starts of batch `bi` from `st`, feasible ones only.
-  Result<std::vector<int64_t>> Starts(int bi, const State& st, Mode mode) {
-    const Batch& b = batches_[bi];
-    const auto& snap = *st.snap;
+  Result<std::vector<JobId>> CursorViolators(int bi, const State& st) {
     auto sc = ScenarioAt(bi, st);
     if (!sc) return tl::unexpected(sc.error());
-    auto v = Judge(*sc, EndedBy(snap, st.cursor), st.cursor, b.drain);
+    auto v = Judge(*sc, EndedBy(*st.snap, st.cursor), st.cursor, batches_[bi].drain);
     if (!v) return tl::unexpected(v.error());
-    auto violators = Violators(v->first, snap);
+    return Violators(v->first, *st.snap);
+  }
+
+  Result<std::vector<int64_t>> Starts(int bi, const State& st, Mode mode, const std::vector<JobId>& violators) {
+    const Batch& b = batches_[bi];
+    const auto& snap = *st.snap;
     std::vector<int64_t> raw = {st.cursor};
     if (mode == Mode::kAfterJobsEnd) {
       int64_t t = st.cursor;
@@ -436,12 +474,14 @@ class CampaignPlanner {
   }
 
   Result<std::optional<Candidate>> Best(int bi, const State& st, Mode mode) {
-    auto starts = Starts(bi, st, mode);
+    auto violators = CursorViolators(bi, st);
+    if (!violators) return tl::unexpected(violators.error());
+    auto starts = Starts(bi, st, mode, *violators);
     if (!starts) return tl::unexpected(starts.error());
     std::optional<Candidate> best;
     for (int64_t t : *starts) {
       if (stop_.stop_requested()) return MakeError(ErrorCode::kCancelled, "campaign cancelled");
-      auto c = Evaluate(bi, st, t);
+      auto c = Evaluate(bi, st, t, *violators);
       if (!c) return tl::unexpected(c.error());
       if (!best || Prefer(*c, *best)) best = std::move(*c);
     }
@@ -606,6 +646,10 @@ class CampaignPlanner {
   };
   std::vector<Patched> patched_;  // per batch, for the schedule being built
   std::vector<std::string> notes_;
+  policies::Policy job_policy_, fabric_policy_;  // policy_'s job rules, its fabric rules
+  bool has_windows_ = false;                     // policy_ has change windows: fabric verdicts depend on time
+  std::map<std::vector<uint32_t>, policies::Verdict> fabric_verdicts_;  // by drain, without change windows
+  std::vector<policies::JobImpact> fresh_jobs_;                         // always empty
 };
 
 Result<Campaign> Advisor::PlanCampaign(const Context& ctx, const CampaignRequest& request,
