@@ -175,15 +175,15 @@ async function main() {
   const bars = await page.waitFor('document.querySelectorAll("#campaign-timeline .batch-bar").length', 'the campaign');
   const campaignHash = await page.eval('location.hash');
   check(/^#\/campaigns\/c-/.test(campaignHash), 'the URL names the stored campaign', campaignHash);
-  const stored = await (await fetch(base + '/v1/campaigns/' + campaignHash.split('/')[2])).json();
-  check(bars === stored.batches.length && bars >= 3, `the timeline draws one bar per batch (${bars} of ${stored.batches.length})`);
+  const campaign = await (await fetch(base + '/v1/campaigns/' + campaignHash.split('/')[2])).json();
+  check(bars === campaign.batches.length && bars >= 3, `the timeline draws one bar per batch (${bars} of ${campaign.batches.length})`);
   const perBatch = await page.eval('[...document.querySelectorAll("#campaign .campaign-batch .chip")].length');
-  check(perBatch === 5 && stored.batches.every((b) => b.items.length <= 2), `the campaign batches hold the 5 switches, at most 2 at once (${perBatch})`);
+  check(perBatch === 5 && campaign.batches.every((b) => b.items.length <= 2), `the campaign batches hold the 5 switches, at most 2 at once (${perBatch})`);
   const diamonds = await page.eval('document.querySelectorAll("#campaign-timeline path.migrate").length');
-  const migrations = stored.batches.flatMap((b) => b.actions).filter((a) => a.kind === 'migrate').length;
+  const migrations = campaign.batches.flatMap((b) => b.actions).filter((a) => a.kind === 'migrate').length;
   check(diamonds === migrations, `every migration is marked on the timeline (${diamonds} of ${migrations})`);
   const costs = await page.eval('[...document.querySelectorAll("#campaign .campaign-batch .cost")].map((e) => e.textContent)');
-  check(JSON.stringify(costs) === JSON.stringify(stored.batches.map((b) => `${Number(b.gpu_hours.total).toLocaleString('en-US', {maximumFractionDigits: 2})} GPU-h`)),
+  check(JSON.stringify(costs) === JSON.stringify(campaign.batches.map((b) => `${Number(b.gpu_hours.total).toLocaleString('en-US', {maximumFractionDigits: 2})} GPU-h`)),
     'each batch shows its GPU-hours from the answer', JSON.stringify(costs));
   const rows = await page.eval('[...document.querySelectorAll("#campaign-comparison tbody tr")].map((r) => r.dataset.strategy)');
   check(rows.length === 3 && rows.includes('now') && rows.includes('after_jobs_end'), 'the comparison lists the chosen schedule and both simple strategies', JSON.stringify(rows));
