@@ -57,10 +57,10 @@ function timeline(c) {
     if (b > a) svg.append(s('rect', {class: 'blackout', x: x(a), y: top - 6, width: Math.max(1, x(b) - x(a)), height: H - top, fill: '#f2f4f7'}));
   }
   svg.append(s('text', {x: left, y: 14, 'font-size': 11, fill: '#667085'}, when(c.window.start)),
-    s('text', {x: W - right, y: 14, 'font-size': 11, fill: '#667085', 'text-anchor': 'end'}, when(new Date(t1).toISOString())));
+    s('text', {x: W - right, y: 14, 'font-size': 11, fill: '#667085', 'text-anchor': 'end'}, when(new Date(t1).toISOString().replace('.000Z', 'Z'))));
   batches.forEach((b, i) => {
     const y = top + i * row;
-    const colour = b.verdict === 'allow' ? 'var(--ok)' : b.verdict === 'warn' ? 'var(--warn)' : 'var(--bad)';
+    const colour = b.verdict === 'allow' ? 'var(--allow)' : b.verdict === 'warn' ? 'var(--warn)' : 'var(--deny)';
     svg.append(s('text', {x: 4, y: y + 16, 'font-size': 12}, `batch ${b.index}`));
     for (const a of b.actions || []) {
       if (a.kind === 'wait') {
