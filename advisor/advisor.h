@@ -26,6 +26,7 @@
 //
 // Files: advisor.h (this contract), scenario.cpp (one drain simulated and
 // judged), assess.cpp (recommendations), plan.cpp (batched plans),
+// campaign.* (timed schedules), cost.* (the cost model),
 // candidates.cpp (the sweep), migration.cpp (where a job can go and what
 // moving it costs), prediction.* (outcome order), sim_cache.* (caches).
 #pragma once
@@ -39,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "advisor/cost.h"
 #include "model/drain.h"
 #include "model/error.h"
 #include "model/snapshot.h"
@@ -58,6 +60,14 @@ struct AdvisorOptions {
   // slowdown percentage points (flow level), nor newly break a rule.
   double worse_tolerance_pct = 1.0;
   int max_alternatives = 64;  // any_of entries assessed
+  // The cost model (advisor/cost.h): what one hour of delay of one
+  // maintenance item is worth, in GPU-hours. The default values it like one
+  // 8-GPU host-hour: waiting 10 minutes (1.3 GPU-hours) beats restarting a
+  // 16-GPU job with a 5-minute restart and 15 minutes of lost work (5.3),
+  // waiting 3 days (576) does not.
+  double delay_gpu_hours_per_hour = 8;
+  // How long a drain lasts when the request does not say (slowdown costs).
+  double default_drain_duration_s = 3600;
 };
 
 struct Request {
@@ -66,6 +76,11 @@ struct Request {
   bool flow = false;                        // run the flow-level pass too
   std::optional<sim::FlowRouting> routing;  // overrides options.flow.routing
   bool recommend = true;
+  // The change window of the maintenance, when known: a wait that would
+  // push the drain past its end is not offered for allow_after, and delay is
+  // counted from its start (or now, whichever is later).
+  std::optional<TimeWindow> window;
+  double duration_s = 0;  // how long the drain lasts; 0 = options.default_drain_duration_s
 };
 
 // Everything one drain does, on one snapshot, with the active drains applied.
@@ -99,13 +114,17 @@ struct Recommendation {
   model::JobId job;
   std::vector<model::NodeId> from_hosts;
   std::vector<model::NodeId> to_hosts;
-  double cost_s = 0;          // restart + expected lost work since the last checkpoint
-  double cost_gpu_hours = 0;  // cost_s x GPUs
-  bool fixes_job = false;     // the job itself no longer breaks any rule
+  double cost_s = 0;  // restart + expected lost work since the last checkpoint
+  // Every kind, in the cost model's unit (advisor/cost.h): a migration's
+  // cost_s x GPUs, a wait's delay x the value of an hour of delay, an
+  // alternative's interruptions (jobs it cuts off restart).
+  double cost_gpu_hours = 0;
+  bool fixes_job = false;  // the job itself no longer breaks any rule
   std::vector<std::string> rules_fixed;
   // kWait
   int64_t wait_until = 0;  // unix seconds
   std::vector<model::JobId> waiting_for;
+  bool within_window = true;  // the drain still fits the request's window after the wait
   // kAlternative
   model::Drain alternative;
   int rank = 0;
@@ -116,9 +135,15 @@ struct Recommendation {
 
 struct Assessment {
   Scenario scenario;
-  std::vector<Recommendation> recommendations;  // ranked within kind: migrations, waits, alternatives
-  std::vector<int> allow_after;                 // indices into recommendations
+  // Migrations and waits ranked together: predicted outcome first, then
+  // cost_gpu_hours; alternatives after them, safest first.
+  std::vector<Recommendation> recommendations;
+  // Indices into recommendations: the cheapest set (waits priced by the
+  // delay, migrations by their cost) that, applied together, makes the
+  // drain allowed, checked by simulation.
+  std::vector<int> allow_after;
   std::optional<Prediction> allow_after_predicted;
+  double allow_after_cost_gpu_hours = 0;
   std::vector<std::string> notes;  // why no recommendation exists, etc.
   double job_ms = 0, flow_ms = 0, recommend_ms = 0;
 };
@@ -137,6 +162,8 @@ struct Plan {
 };
 
 class SimCache;
+struct CampaignRequest;
+struct Campaign;
 
 struct Context {
   model::SnapshotPtr snapshot;
@@ -173,6 +200,11 @@ class Advisor {
   Result<Plan> PlanDrains(const Context& ctx, std::span<const model::NodeId> switches, bool flow,
                           const policies::Policy& policy, std::stop_token stop = {}) const;
 
+  // A timed maintenance schedule (advisor/campaign.h). Errors:
+  // kInvalidArgument (no items, an empty drain, a bad window), kCancelled.
+  Result<Campaign> PlanCampaign(const Context& ctx, const CampaignRequest& request, const policies::Policy& policy,
+                                std::stop_token stop = {}) const;
+
   // The per-snapshot precomputation of ctx.snapshot (built on first use):
   // from ctx.cache when it belongs to the snapshot, else from the advisor's own.
   std::shared_ptr<const sim::JobSimIndex> JobIndex(const Context& ctx) const;
@@ -195,6 +227,7 @@ class Advisor {
                             const JobLevel* job_level = nullptr) const;
 
   std::shared_ptr<const SimCache> Caches(const Context& ctx) const;
+  friend class CampaignPlanner;  // advisor/campaign.cpp: the simulation steps above
 
   AdvisorOptions options_;
   mutable std::mutex own_mu_;

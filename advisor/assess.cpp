@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "advisor/cost.h"
 #include "advisor/prediction.h"
 #include "advisor/sim_cache.h"
 
@@ -63,6 +64,12 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
     r.alternative = alternatives[i].second;
     r.rank = static_cast<int>(i) + 1;
     r.predicted = Predict(alternatives[i].first);
+    // An alternative drains something else: the jobs it cuts off restart.
+    for (const auto& pi : alternatives[i].first.impacts) {
+      if (!pi.connected) {
+        r.cost_gpu_hours += RestartGpuHours(ctx.snapshot->jobs->job(pi.job), *ctx.snapshot->topology, ctx.now, options_);
+      }
+    }
     out.recommendations.push_back(std::move(r));
   }
 
@@ -127,7 +134,7 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
     r.from_hosts = job.hosts;
     r.to_hosts = target;
     r.cost_s = MigrationCostSeconds(job, ctx.now, options_);
-    r.cost_gpu_hours = r.cost_s * job.hosts.size() * model::GpusPerHost(job, *snap.topology) / 3600.0;
+    r.cost_gpu_hours = r.cost_s * JobGpus(job, *snap.topology) / 3600.0;
     r.fixes_job = !after.count(job.id);
     for (const auto& reason : verdict.reasons) {
       if (reason.job == job.id && r.fixes_job) r.rules_fixed.push_back(reason.rule);
@@ -161,95 +168,191 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
     accepted.emplace_back(j, target);
     out.recommendations.push_back(std::move(r));
   }
-  // Rank migrations: residual impact, then cost, then lower priority first.
-  auto first_migration =
+  // Every recommendation is priced in one unit (advisor/cost.h).
+  const int64_t delay_from = request.window ? std::max(ctx.now, request.window->start_unix_s) : ctx.now;
+  const double duration_s = request.duration_s > 0 ? request.duration_s : options_.default_drain_duration_s;
+  const auto& topo = *snap.topology;
+  // The verdict once the jobs in `ended` are gone, at time `t`, from a
+  // scenario's impacts (the other jobs' measures do not depend on them).
+  auto judge_at = [&](const Scenario& sc, const std::set<uint32_t>& ended,
+                      int64_t t) -> Result<std::pair<policies::Verdict, int>> {
+    policies::Impact impact;
+    impact.topology = snap.topology.get();
+    impact.drain = main_drain;
+    if (!ctx.active.empty()) impact.active.push_back(ctx.active);
+    impact.now_unix_s = t;
+    if (ctx.drift) impact.drift = *ctx.drift;
+    for (const auto& pi : sc.impacts) {
+      if (!ended.count(pi.job.value)) impact.jobs.push_back(pi);
+    }
+    auto v = policies::Evaluate(policy, impact);
+    if (!v) return tl::unexpected(v.error());
+    return std::make_pair(std::move(*v), static_cast<int>(impact.jobs.size()));
+  };
+
+  // Waits: for each distinct expected end T among the rule breakers, "wait
+  // until T" for the breakers that have ended by then.
+  std::vector<int64_t> ends;
+  for (JobId j : violators) {
+    if (jobs[j.value].expected_end) ends.push_back(std::max(ctx.now, *jobs[j.value].expected_end));
+  }
+  std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  auto ended_by = [&](int64_t t) {
+    std::set<uint32_t> ended;
+    for (JobId j : violators) {
+      if (jobs[j.value].expected_end && *jobs[j.value].expected_end <= t) ended.insert(j.value);
+    }
+    return ended;
+  };
+  if (!HasFabricReason(verdict)) {
+    for (int64_t until : ends) {
+      auto ended = ended_by(until);
+      auto v = judge_at(out.scenario, ended, until);
+      if (!v) return tl::unexpected(v.error());
+      Recommendation r;
+      r.kind = RecommendationKind::kWait;
+      r.wait_until = until;
+      for (uint32_t e : ended) r.waiting_for.push_back(JobId(e));
+      r.predicted.decision = v->first.decision;
+      r.predicted.reasons = static_cast<int>(v->first.reasons.size());
+      r.predicted.jobs_affected = v->second;
+      r.cost_gpu_hours = DelayGpuHours(static_cast<double>(until - delay_from), options_);
+      r.within_window = !request.window || until + static_cast<int64_t>(duration_s) <= request.window->end_unix_s;
+      r.summary = fmt::format("wait until the {} job(s) breaking rules ending by then have ended{}", ended.size(),
+                              r.within_window ? "" : " (past the change window)");
+      out.recommendations.push_back(std::move(r));
+    }
+  }
+
+  // Rank: migrations and waits together by predicted verdict, then cost,
+  // then residual impact, then lower priority first; alternatives after.
+  auto first_alternative =
       std::stable_partition(out.recommendations.begin(), out.recommendations.end(),
-                            [](const Recommendation& r) { return r.kind == RecommendationKind::kMigrate; });
-  std::stable_sort(out.recommendations.begin(), first_migration, [&](const Recommendation& a, const Recommendation& b) {
+                            [](const Recommendation& r) { return r.kind != RecommendationKind::kAlternative; });
+  std::stable_sort(out.recommendations.begin(), first_alternative, [&](const Recommendation& a, const Recommendation& b) {
+    if (Severity(a.predicted.decision) != Severity(b.predicted.decision)) {
+      return Severity(a.predicted.decision) < Severity(b.predicted.decision);
+    }
+    if (std::fabs(a.cost_gpu_hours - b.cost_gpu_hours) > 1e-9) return a.cost_gpu_hours < b.cost_gpu_hours;
     if (BetterPrediction(a.predicted, b.predicted) != BetterPrediction(b.predicted, a.predicted)) {
       return BetterPrediction(a.predicted, b.predicted);
     }
-    if (std::fabs(a.cost_gpu_hours - b.cost_gpu_hours) > 1e-9) return a.cost_gpu_hours < b.cost_gpu_hours;
+    if (a.kind != b.kind) return a.kind == RecommendationKind::kMigrate;
+    if (a.kind == RecommendationKind::kWait) return a.wait_until < b.wait_until;
     return jobs[a.job.value].priority < jobs[b.job.value].priority;
   });
 
-  // Waiting: when every rule breaker has an expected end, the drain passes
-  // after the last of them (other jobs' measures assumed unchanged).
-  {
-    int64_t until = 0;
-    bool all_known = !violators.empty();
-    std::vector<JobId> waiting;
-    for (JobId j : violators) {
-      const auto& job = jobs[j.value];
-      if (!job.expected_end) {
-        all_known = false;
-        break;
-      }
-      until = std::max(until, *job.expected_end);
-      waiting.push_back(j);
-    }
-    if (all_known && !HasFabricReason(verdict)) {
-      policies::Impact impact;
-      impact.topology = snap.topology.get();
-      impact.drain = main_drain;
-      if (!ctx.active.empty()) impact.active.push_back(ctx.active);
-      impact.now_unix_s = std::max(ctx.now, until);
-      if (ctx.drift) impact.drift = *ctx.drift;
-      for (const auto& pi : out.scenario.impacts) {
-        if (std::none_of(waiting.begin(), waiting.end(), [&](JobId w) { return w == pi.job; })) {
-          impact.jobs.push_back(pi);
-        }
-      }
-      auto v = policies::Evaluate(policy, impact);
-      if (v) {
-        Recommendation r;
-        r.kind = RecommendationKind::kWait;
-        r.wait_until = until;
-        r.waiting_for = waiting;
-        r.predicted.decision = v->decision;
-        r.predicted.reasons = static_cast<int>(v->reasons.size());
-        r.predicted.jobs_affected = static_cast<int>(impact.jobs.size());
-        r.summary = fmt::format("wait until the {} job(s) breaking rules end", waiting.size());
-        out.recommendations.push_back(std::move(r));
-      }
-    }
-  }
-
-  // allow_after: all accepted migrations together, verified by simulation.
-  if (!accepted.empty() && !stop.stop_requested()) {
-    Context moved_ctx = ctx;
-    auto snapshot = ctx.snapshot;
-    std::vector<JobId> moved;
-    for (const auto& [j, hosts] : accepted) {
-      snapshot = WithJobMoved(*snapshot, j, hosts);
-      moved.push_back(j);
-    }
-    moved_ctx.snapshot = snapshot;
-    moved_ctx.cache = std::make_shared<SimCache>(snapshot);
-    auto jl = PatchMoved(main_job_level, moved_ctx, out.scenario.combined, moved, stop);
-    if (!jl) return tl::unexpected(jl.error());
-    auto s = Simulate(moved_ctx, main_drain, request.flow, fopts, policy, stop, &*jl);
-    if (!s) return tl::unexpected(s.error());
-    auto p = Predict(*s);
-    out.allow_after_predicted = p;
-    if (p.decision == Decision::kAllow) {
-      for (size_t i = 0; i < out.recommendations.size(); ++i) {
-        if (out.recommendations[i].kind == RecommendationKind::kMigrate) out.allow_after.push_back(static_cast<int>(i));
-      }
-    } else {
-      out.notes.push_back(
-          fmt::format("with every migration applied the verdict is still {}", policies::DecisionName(p.decision)));
-    }
-  }
-  if (out.allow_after.empty()) {
+  // allow_after: the cheapest way to allow. Option T waits until T (or not
+  // at all) for the breakers ending by then and migrates the others that
+  // have a migration; each option is checked by simulation (migrations
+  // applied, ended jobs gone, policy at T), and its cost includes the
+  // restart of any job the drain still cuts off. Options are tried cheapest
+  // first and the search stops once no untried option can be cheaper.
+  struct Option {
+    std::optional<int64_t> until;
+    std::vector<int> recs;  // indices into recommendations
+    double cost = 0;
+  };
+  std::vector<Option> options;
+  auto migration_index = [&](JobId j) -> int {
     for (size_t i = 0; i < out.recommendations.size(); ++i) {
       const auto& r = out.recommendations[i];
-      if (r.kind == RecommendationKind::kWait && r.predicted.decision == Decision::kAllow) {
-        out.allow_after.push_back(static_cast<int>(i));
-        out.allow_after_predicted = r.predicted;
-        break;
-      }
+      if (r.kind == RecommendationKind::kMigrate && r.job == j) return static_cast<int>(i);
     }
+    return -1;
+  };
+  if (!HasFabricReason(verdict) && !violators.empty()) {
+    std::vector<std::optional<int64_t>> thresholds = {std::nullopt};
+    for (int64_t t : ends) thresholds.push_back(t);
+    for (const auto& t : thresholds) {
+      Option o;
+      o.until = t;
+      auto ended = t ? ended_by(*t) : std::set<uint32_t>{};
+      if (t) {
+        int w = -1;
+        for (size_t i = 0; i < out.recommendations.size(); ++i) {
+          const auto& r = out.recommendations[i];
+          if (r.kind == RecommendationKind::kWait && r.wait_until == *t) w = static_cast<int>(i);
+        }
+        if (w < 0 || !out.recommendations[w].within_window) continue;
+        o.recs.push_back(w);
+        o.cost += out.recommendations[w].cost_gpu_hours;
+      }
+      for (JobId j : violators) {
+        if (ended.count(j.value)) continue;
+        int m = migration_index(j);
+        if (m < 0) continue;
+        o.recs.push_back(m);
+        o.cost += out.recommendations[m].cost_gpu_hours;
+      }
+      if (o.recs.empty()) continue;
+      options.push_back(std::move(o));
+    }
+  }
+  std::stable_sort(options.begin(), options.end(), [](const Option& a, const Option& b) { return a.cost < b.cost; });
+  std::optional<double> best_cost;
+  std::optional<Prediction> last_predicted;
+  for (const auto& o : options) {
+    if (best_cost && o.cost >= *best_cost - 1e-9) break;
+    if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "assessment cancelled");
+    std::vector<std::pair<JobId, std::vector<NodeId>>> moves;
+    for (int i : o.recs) {
+      const auto& r = out.recommendations[i];
+      if (r.kind == RecommendationKind::kMigrate) moves.emplace_back(r.job, r.to_hosts);
+    }
+    const int64_t at = o.until.value_or(ctx.now);
+    auto ended = o.until ? ended_by(*o.until) : std::set<uint32_t>{};
+    Scenario verified;
+    if (moves.empty()) {
+      verified = out.scenario;
+    } else {
+      Context moved_ctx = ctx;
+      auto snapshot = ctx.snapshot;
+      std::vector<JobId> moved;
+      for (const auto& [j, hosts] : moves) {
+        snapshot = WithJobMoved(*snapshot, j, hosts);
+        moved.push_back(j);
+      }
+      moved_ctx.snapshot = snapshot;
+      moved_ctx.cache = std::make_shared<SimCache>(snapshot);
+      auto jl = PatchMoved(main_job_level, moved_ctx, out.scenario.combined, moved, stop);
+      if (!jl) return tl::unexpected(jl.error());
+      auto s = Simulate(moved_ctx, main_drain, request.flow, fopts, policy, stop, &*jl);
+      if (!s) return tl::unexpected(s.error());
+      verified = std::move(*s);
+    }
+    auto v = judge_at(verified, ended, at);
+    if (!v) return tl::unexpected(v.error());
+    Prediction p = Predict(verified);
+    p.decision = v->first.decision;
+    p.reasons = static_cast<int>(v->first.reasons.size());
+    p.jobs_affected = v->second;
+    p.jobs_disconnected = 0;
+    double cost = o.cost;
+    for (const auto& pi : verified.impacts) {
+      if (ended.count(pi.job.value) || pi.connected) continue;
+      ++p.jobs_disconnected;
+      cost += RestartGpuHours(jobs[pi.job.value], topo, at, options_);  // restart risk of a job left cut off
+    }
+    for (const auto& pi : verified.impacts) {
+      if (ended.count(pi.job.value) || !pi.connected || !pi.slowdown_pct) continue;
+      cost += SlowdownGpuHours(JobGpus(jobs[pi.job.value], topo), *pi.slowdown_pct, duration_s);
+    }
+    last_predicted = p;
+    if (p.decision != Decision::kAllow) continue;
+    if (!best_cost || cost < *best_cost - 1e-9) {
+      best_cost = cost;
+      out.allow_after = o.recs;
+      std::sort(out.allow_after.begin(), out.allow_after.end());
+      out.allow_after_predicted = p;
+      out.allow_after_cost_gpu_hours = cost;
+    }
+  }
+  if (!best_cost && last_predicted && !options.empty()) {
+    out.allow_after_predicted = last_predicted;
+    out.notes.push_back(fmt::format("with every migration and wait considered the verdict is still {}",
+                                    policies::DecisionName(last_predicted->decision)));
   }
   if (out.allow_after.empty()) {
     for (size_t i = 0; i < out.recommendations.size(); ++i) {
@@ -257,6 +360,7 @@ Result<Assessment> Advisor::Assess(const Context& ctx, const Request& request, c
       if (r.kind == RecommendationKind::kAlternative && r.predicted.decision == Decision::kAllow) {
         out.allow_after.push_back(static_cast<int>(i));
         out.allow_after_predicted = r.predicted;
+        out.allow_after_cost_gpu_hours = r.cost_gpu_hours;
         break;
       }
     }

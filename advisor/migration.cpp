@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "advisor/cost.h"
 #include "advisor/prediction.h"
 
 namespace drainwise::advisor {
@@ -21,17 +22,7 @@ using policies::Decision;
 using namespace internal;
 
 double MigrationCostSeconds(const model::Job& job, int64_t now, const AdvisorOptions& options) {
-  double restart = options.default_restart_cost_s;
-  double interval = options.default_checkpoint_interval_s;
-  if (job.checkpoint) {
-    restart = job.checkpoint->restart_cost_s;
-    if (job.checkpoint->interval_s > 0) interval = job.checkpoint->interval_s;
-  }
-  double lost = interval / 2;  // unknown phase: half an interval on average
-  if (job.started_at && *job.started_at <= now && interval > 0) {
-    lost = std::fmod(static_cast<double>(now - *job.started_at), interval);
-  }
-  return restart + lost;
+  return RestartCostSeconds(job, options) + LostWorkSeconds(job, now, options);
 }
 
 std::vector<NodeId> FindMigrationTarget(const model::Snapshot& snapshot, const model::Job& job, const Drain& drain,

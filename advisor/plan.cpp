@@ -85,6 +85,7 @@ Result<Plan> Advisor::PlanDrains(const Context& ctx, std::span<const NodeId> swi
       Request req;
       req.drain.switches = batch;
       req.flow = flow;
+      req.window = TimeWindow{ctx.now, ctx.now};  // a plan drains now: no waits
       auto a = Assess(ctx, req, policy, stop);
       if (!a) return tl::unexpected(a.error());
       for (int idx : a->allow_after) {

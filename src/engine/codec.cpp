@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "codec/json_reader.h"
+#include "engine/campaign.h"
 #include "codec/native.h"
 #include "report/advisor_report.h"
 #include "report/job_report.h"
@@ -33,7 +34,8 @@ Result<AssessRequest> ParseAssessRequest(const json& body, const model::Topology
   advisor::Request req;
   try {
     codec::ObjectReader r(body, "");
-    r.RejectUnknown({"drain", "any_of", "modes", "routing", "ticket", "requested_by", "recommend"});
+    r.RejectUnknown(
+        {"drain", "any_of", "modes", "routing", "ticket", "requested_by", "recommend", "window", "duration_s"});
     if (r.Has("drain")) {
       auto spec = codec::ParseDrain(r.Raw("drain"));
       if (!spec) return tl::unexpected(spec.error());
@@ -68,6 +70,15 @@ Result<AssessRequest> ParseAssessRequest(const json& body, const model::Topology
       req.routing = *m;
     }
     req.recommend = r.BoolOr("recommend", true);
+    if (r.Has("window")) {
+      auto w = ParseTimeWindow(r.Raw("window"), "window");
+      if (!w) return tl::unexpected(w.error());
+      req.window = *w;
+    }
+    if (r.Has("duration_s")) {
+      req.duration_s = r.Number("duration_s");
+      if (!(req.duration_s > 0)) throw codec::FieldError("duration_s", "must be > 0");
+    }
   } catch (const codec::FieldError& e) {
     return InvalidArgument(e.what());
   }
@@ -281,6 +292,7 @@ std::string RenderText(std::string_view kind, const json& body) {
   if (kind == "plan") return report::PlanText(body);
   if (kind == "candidates") return report::CandidatesText(body);
   if (kind == "packet") return report::PacketReportText(body);  // stored by a packet background run
+  if (kind == "campaign") return CampaignText(body);
   return report::AssessmentText(body);
 }
 

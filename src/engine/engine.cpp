@@ -7,6 +7,7 @@
 
 #include "codec/json_reader.h"
 #include "codec/native.h"
+#include "engine/campaign.h"
 
 namespace drainwise::engine {
 
@@ -65,6 +66,16 @@ class AdvisorEngine final : public Engine {
     if (!c) return tl::unexpected(c.error());
     CandidatesOutcome out{std::move(*c), request.tier, MsSince(start)};
     log_->info("drain-candidates tier={} switches={} {:.1f}ms", request.tier, request.switches.size(), out.total_ms);
+    return out;
+  }
+
+  Result<CampaignOutcome> Campaign(const View& view, const CampaignRequest& request, const Call& call) override {
+    auto out = Engine::Campaign(view, request, call);
+    if (!out) return out;
+    const auto& s = out->campaign.chosen;
+    log_->info("campaign items={} batches={} unscheduled={} strategy={} gpu_hours={:.2f} flow={} {:.1f}ms",
+               request.items.size(), s.batches.size(), s.unscheduled.size(), s.strategy, s.gpu_hours(), request.flow,
+               out->total_ms);
     return out;
   }
 

@@ -91,9 +91,18 @@ struct FitOutcome {
   double total_ms = 0;
 };
 
+struct CampaignOutcome;  // engine/campaign.h
+
 class Engine {
  public:
   virtual ~Engine() = default;
+
+  // POST /v1/campaigns: a timed maintenance schedule (advisor/campaign.h) on
+  // the view's advisor and policy. Not pure: the one implementation is in
+  // engine/campaign.cpp, so test fakes need not provide it. Errors:
+  // kInvalidArgument, kCancelled.
+  virtual Result<CampaignOutcome> Campaign(const View& view, const advisor::CampaignRequest& request,
+                                           const Call& call);
 
   // Errors: kInvalidArgument naming the field; kCancelled when call.stop fires.
   // REQUIRES (all): view.snapshot != nullptr.

@@ -1,5 +1,7 @@
 #include "engine/options.h"
 
+#include <cmath>
+
 #include "codec/json_reader.h"
 
 namespace drainwise::engine {
@@ -48,12 +50,18 @@ Result<advisor::AdvisorOptions> ParseAdvisorOptions(const json& advisor_json, co
   try {
     codec::ObjectReader r(advisor_json, "advisor");
     r.RejectUnknown({"default_restart_cost_s", "default_checkpoint_interval_s", "max_migrations", "worse_tolerance_pct",
-                     "max_alternatives"});
+                     "max_alternatives", "delay_gpu_hours_per_hour", "default_drain_duration_s"});
     o.default_restart_cost_s = r.NumberOr("default_restart_cost_s", o.default_restart_cost_s);
     o.default_checkpoint_interval_s = r.NumberOr("default_checkpoint_interval_s", o.default_checkpoint_interval_s);
     o.max_migrations = static_cast<int>(r.IntOr("max_migrations", o.max_migrations));
     o.worse_tolerance_pct = r.NumberOr("worse_tolerance_pct", o.worse_tolerance_pct);
     o.max_alternatives = static_cast<int>(r.IntOr("max_alternatives", o.max_alternatives));
+    o.delay_gpu_hours_per_hour = r.NumberOr("delay_gpu_hours_per_hour", o.delay_gpu_hours_per_hour);
+    o.default_drain_duration_s = r.NumberOr("default_drain_duration_s", o.default_drain_duration_s);
+    if (!(o.delay_gpu_hours_per_hour >= 0 && std::isfinite(o.delay_gpu_hours_per_hour))) {
+      throw codec::FieldError("advisor.delay_gpu_hours_per_hour", "must be a finite number >= 0");
+    }
+    if (!(o.default_drain_duration_s > 0)) throw codec::FieldError("advisor.default_drain_duration_s", "must be > 0");
     if (o.default_restart_cost_s < 0) throw codec::FieldError("advisor.default_restart_cost_s", "must be >= 0");
     if (o.default_checkpoint_interval_s <= 0) {
       throw codec::FieldError("advisor.default_checkpoint_interval_s", "must be > 0");

@@ -55,11 +55,14 @@ json RecommendationToJson(const advisor::Recommendation& r, const model::Snapsho
       json jobs = json::array();
       for (auto j : r.waiting_for) jobs.push_back(snapshot.jobs->job(j).id);
       o["waiting_for"] = jobs;
+      o["cost_gpu_hours"] = Round(r.cost_gpu_hours, 0.01);
+      o["within_window"] = r.within_window;
       break;
     }
     case advisor::RecommendationKind::kAlternative:
       o["rank"] = r.rank;
       o["drain"] = codec::DrainSpecToJson(model::DescribeDrain(r.alternative, t));
+      o["cost_gpu_hours"] = Round(r.cost_gpu_hours, 0.01);
       break;
   }
   if (!r.summary.empty()) o["summary"] = r.summary;
@@ -254,6 +257,7 @@ json AssessmentToJson(const advisor::Assessment& a, const model::Snapshot& snap,
   out["recommendations"] = recs;
   out["allow_after"] = a.allow_after;
   if (a.allow_after_predicted) out["allow_after_predicted"] = PredictionToJson(*a.allow_after_predicted);
+  if (!a.allow_after.empty()) out["allow_after_cost_gpu_hours"] = Round(a.allow_after_cost_gpu_hours, 0.01);
   out["notes"] = a.notes;
   out["timings_ms"] = {{"simulation", Round(a.job_ms, 0.01)}, {"recommendations", Round(a.recommend_ms, 0.01)}};
   return out;
@@ -360,6 +364,7 @@ std::string AssessmentText(const json& a) {
         cost = Fixed(r["cost_gpu_hours"], 1) + " GPU-h";
       } else if (kind == "wait") {
         what = "wait until " + Str(r, "until");
+        if (r.contains("cost_gpu_hours")) cost = Fixed(r["cost_gpu_hours"], 1) + " GPU-h";
       } else {
         std::string sw;
         for (const auto& s : r["drain"].value("switches", json::array()))

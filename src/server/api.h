@@ -204,6 +204,12 @@ class Api {
   ApiResponse GetLinksHealth(const RoutedRequest& rr);
   ApiResponse GetJobsAtRisk(const RoutedRequest& rr);
   ApiResponse GetJobNetwork(const RoutedRequest& rr);
+  // Campaigns (src/server/routes/campaigns.cpp): stored like assessments, kind "campaign".
+  ApiResponse PostCampaign(const RoutedRequest& rr);
+  ApiResponse GetCampaign(const RoutedRequest& rr);
+  // The campaign document for PostSimulation, and the engine's time in ms.
+  Result<std::pair<nlohmann::json, double>> ComputeCampaign(const RoutedRequest& rr, const nlohmann::json& body,
+                                                            const engine::View& view, const std::string& id);
 
   // The time and the cancellation of an engine call for `req`; the view
   // comes from state_->view(), read once per request.

@@ -108,9 +108,27 @@ TEST_CASE("a leaf drain that cuts off a priority job is denied; moving it makes 
     // "batch" is still cut off by the drain: only a warning remains, so
     // moving "critical" alone does not make it allow.
     CHECK(m.predicted.decision == policies::Decision::kWarn);
-    // Waiting: "critical" has no expected end, so no wait recommendation.
-    for (const auto& r : a->recommendations) CHECK(r.kind != advisor::RecommendationKind::kWait);
-    CHECK(a->allow_after.empty());
+    // Waiting: "critical" has no expected end; "batch" ends at 06:00, so
+    // waiting for it alone is offered (6 h x 8 GPU-hours per hour = 48
+    // GPU-hours) but leaves "critical" cut off: deny.
+    std::vector<const advisor::Recommendation*> waits;
+    for (const auto& r : a->recommendations) {
+      if (r.kind == advisor::RecommendationKind::kWait) waits.push_back(&r);
+    }
+    REQUIRE(waits.size() == 1);
+    CHECK(waits[0]->wait_until == *codec::ParseRfc3339("2026-12-01T06:00:00Z"));
+    CHECK(waits[0]->cost_gpu_hours == doctest::Approx(48));
+    CHECK(waits[0]->predicted.decision == policies::Decision::kDeny);
+    // Together, moving "critical" and waiting for "batch" clear every rule:
+    // the only set that does, at 48 + 0.23 GPU-hours.
+    REQUIRE(a->allow_after.size() == 2);
+    std::set<advisor::RecommendationKind> kinds;
+    for (int i : a->allow_after) kinds.insert(a->recommendations[i].kind);
+    CHECK(kinds == std::set<advisor::RecommendationKind>{advisor::RecommendationKind::kMigrate,
+                                                         advisor::RecommendationKind::kWait});
+    CHECK(a->allow_after_cost_gpu_hours == doctest::Approx(48 + 420.0 * 2 / 3600));
+    REQUIRE(a->allow_after_predicted.has_value());
+    CHECK(a->allow_after_predicted->decision == policies::Decision::kAllow);
   }
 }
 

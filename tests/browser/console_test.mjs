@@ -167,6 +167,28 @@ async function main() {
   check(batches >= 2 && planned.length === 5, `the plan puts the 5 switches in ${batches} batches`, JSON.stringify(planned));
   if (shots) await page.screenshot(path.join(shots, 'console-plan.png'), {below: '#view-plan'});
 
+  // 7a. The same switches as a campaign: a timeline of the batches with
+  //     their actions and costs, drawn from POST /v1/campaigns, and the
+  //     comparison with the simple strategies.
+  await page.eval('document.querySelector("#campaign-concurrent").value = "2"');
+  await page.click('#campaign-run');
+  const bars = await page.waitFor('document.querySelectorAll("#campaign-timeline .batch-bar").length', 'the campaign');
+  const campaignHash = await page.eval('location.hash');
+  check(/^#\/campaigns\/c-/.test(campaignHash), 'the URL names the stored campaign', campaignHash);
+  const campaign = await (await fetch(base + '/v1/campaigns/' + campaignHash.split('/')[2])).json();
+  check(bars === campaign.batches.length && bars >= 3, `the timeline draws one bar per batch (${bars} of ${campaign.batches.length})`);
+  const perBatch = await page.eval('[...document.querySelectorAll("#campaign .campaign-batch .chip")].length');
+  check(perBatch === 5 && campaign.batches.every((b) => b.items.length <= 2), `the campaign batches hold the 5 switches, at most 2 at once (${perBatch})`);
+  const diamonds = await page.eval('document.querySelectorAll("#campaign-timeline path.migrate").length');
+  const migrations = campaign.batches.flatMap((b) => b.actions).filter((a) => a.kind === 'migrate').length;
+  check(diamonds === migrations, `every migration is marked on the timeline (${diamonds} of ${migrations})`);
+  const costs = await page.eval('[...document.querySelectorAll("#campaign .campaign-batch .cost")].map((e) => e.textContent)');
+  check(JSON.stringify(costs) === JSON.stringify(campaign.batches.map((b) => `${Number(b.gpu_hours.total).toLocaleString('en-US', {maximumFractionDigits: 2})} GPU-h`)),
+    'each batch shows its GPU-hours from the answer', JSON.stringify(costs));
+  const rows = await page.eval('[...document.querySelectorAll("#campaign-comparison tbody tr")].map((r) => r.dataset.strategy)');
+  check(rows.length === 3 && rows.includes('now') && rows.includes('after_jobs_end'), 'the comparison lists the chosen schedule and both simple strategies', JSON.stringify(rows));
+  if (shots) await page.screenshot(path.join(shots, 'console-campaign.png'), {below: '#view-plan'});
+
   // 7b. The task-level view: a 30-day simulation started in the background,
   //     polled until done, drawn from GET /v1/simulations/{id}.
   await page.goto(base + '/#/task');

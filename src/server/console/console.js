@@ -14,6 +14,7 @@ import {showGuide, renderChips, addTypedSwitch, runAssessment, loadAssessment} f
 import {runCandidates} from './candidates.js';
 import {renderPlanChips, fillPlanGroups, runPlan, loadPlan} from './plans.js';
 import {runTask, loadTask, stopTaskPolling} from './task.js';
+import {runCampaign, loadCampaign} from './campaign.js';
 
 async function loadDrains() {
   try {
@@ -76,18 +77,20 @@ async function loadAll() {
 // #/candidates[?tier=T]   drain candidates
 // #/plan, #/plans/ID      maintenance plans
 // #/task, #/task/ID       task-level simulation (a background run)
+// #/campaigns/ID          a stored campaign (in the plan view)
 function route() {
   const hash = location.hash.replace(/^#/, '') || '/';
   const [path, query] = hash.split('?');
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
   let view = 'fabric';
   if (parts[0] === 'candidates') view = 'candidates';
-  if (parts[0] === 'plan' || parts[0] === 'plans') view = 'plan';
+  if (parts[0] === 'plan' || parts[0] === 'plans' || parts[0] === 'campaigns') view = 'plan';
   if (parts[0] === 'task') view = 'task';
   for (const v of ['fabric', 'candidates', 'plan', 'task']) $('#view-' + v).hidden = v !== view;
   for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.view === view);
   if (parts[0] === 'assessments' && parts[1]) loadAssessment(parts[1]);
   if (parts[0] === 'plans' && parts[1]) loadPlan(parts[1]);
+  if (parts[0] === 'campaigns' && parts[1]) loadCampaign(parts[1]);
   stopTaskPolling();
   if (parts[0] === 'task' && parts[1]) loadTask(parts[1]);
   if (view === 'candidates') {
@@ -132,6 +135,7 @@ function wire() {
     renderPlanChips();
   });
   $('#task-run').addEventListener('click', runTask);
+  $('#campaign-run').addEventListener('click', runCampaign);
   $('#plan-clear').addEventListener('click', () => { S.planSwitches = []; renderPlanChips(); $('#plan').replaceChildren(); });
   window.addEventListener('hashchange', route);
 }

@@ -15,6 +15,8 @@ export function renderPlanChips() {
   }
   if (!S.planSwitches.length) box.append(h('span', {class: 'muted', text: 'The switches of the maintenance, in any order.'}));
   $('#plan-run').disabled = !S.planSwitches.length;
+  const campaign = $('#campaign-run');
+  if (campaign) campaign.disabled = !S.planSwitches.length;
 }
 
 export function fillPlanGroups() {

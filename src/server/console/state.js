@@ -13,4 +13,5 @@ export const S = {
   telemetry: new Map(),  // link key -> {util, degraded} from GET /v1/links
   pathsConfigured: true,
   planSwitches: [],
+  shownCampaign: null,  // id of the campaign drawn (campaign.js)
 };

@@ -46,7 +46,7 @@ ApiResponse RecordResponse(const RoutedRequest& rr, const store::AssessmentRecor
   int status = replayed ? 200 : 201;
   auto r = WantsText(rr.request, rr.query) ? TextResponse(status, engine::RenderText(rec.kind, out))
                                            : JsonResponse(status, out);
-  r.headers.emplace_back("Location", "/v1/assessments/" + rec.id);
+  r.headers.emplace_back("Location", (rec.kind == "campaign" ? "/v1/campaigns/" : "/v1/assessments/") + rec.id);
   if (replayed) r.headers.emplace_back("Idempotent-Replayed", "true");
   return r;
 }
@@ -102,10 +102,17 @@ ApiResponse Api::PostSimulation(const RoutedRequest& rr, std::string_view kind) 
   if (!view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
   const auto& snap = view->snapshot;
   bool plan = kind == "plan";
+  // The id first: a campaign names its Slurm reservations after it.
+  const std::string id = routing::NewId(kind == "campaign" ? "c" : plan ? "p" : "a", sequence_);
   // Wire JSON -> typed request -> engine -> typed result -> JSON, on `view`.
   json result;
   double total_ms = 0;
-  if (plan) {
+  if (kind == "campaign") {
+    auto computed = ComputeCampaign(rr, *body, *view, id);
+    if (!computed) return ErrorResponse(computed.error(), rr.path);
+    result = std::move(computed->first);
+    total_ms = computed->second;
+  } else if (plan) {
     auto typed = engine::ParsePlanRequest(*body, *snap->topology);
     if (!typed) return ErrorResponse(typed.error(), rr.path);
     auto outcome = engine_->Plan(*view, *typed, Call(req));
@@ -121,7 +128,7 @@ ApiResponse Api::PostSimulation(const RoutedRequest& rr, std::string_view kind) 
     total_ms = outcome->total_ms;
   }
   store::AssessmentRecord rec;
-  rec.id = routing::NewId(plan ? "p" : "a", sequence_);
+  rec.id = id;
   rec.created_at = routing::NowSeconds();
   rec.kind = std::string(kind);
   rec.ticket = ticket;

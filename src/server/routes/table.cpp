@@ -80,6 +80,10 @@ const std::vector<Route>& Api::Routes() {
        "A background simulation: state, progress and, once done, its result (format=json|text|csv)"},
       {"DELETE", "/v1/simulations/{id}", kOperator, kRead, &Api::DeleteSimulationRun,
        "Cancel a running background simulation, or forget a finished one"},
+      // Campaigns: timed maintenance schedules (src/server/routes/campaigns.cpp).
+      {"POST", "/v1/campaigns", kOperator, kSimulation, &Api::PostCampaign,
+       "Schedule a maintenance campaign: timed batches, actions and GPU-hour costs"},
+      {"GET", "/v1/campaigns/{id}", kReader, kRead, &Api::GetCampaign, "One stored campaign"},
   };
   return routes;
 }
