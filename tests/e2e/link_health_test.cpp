@@ -10,6 +10,7 @@
 // h4, both on leaf0) only its hosts' links.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -272,4 +273,50 @@ TEST_CASE("without a link_health section the routes say so") {
   CHECK(r.status == 404);
   CHECK(r.body.find("link_health") != std::string::npos);
   CHECK(d.Get("/v1/jobs/at-risk").status == 404);
+}
+
+TEST_CASE("gnmic file output feeds the bounded history: optical power drifting towards the receiver limit") {
+  // 11 daily transceiver readings of leaf0's up0 optic, -3 dBm falling
+  // 0.5 dB/day to -8 dBm now: 2 dB above the -10 dBm limit (inside the 3 dB
+  // margin) -> warning, the limit 2 / 0.5 = 4 days away.
+  std::string dir = testing::MakeTempDir();
+  const double now =
+      std::floor(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  json events = json::array();
+  for (int k = 0; k <= 10; ++k) {
+    double t = now - (10 - k) * kDay;
+    events.push_back({{"name", "optics"},
+                      {"timestamp", fmt::format("{:.0f}", t * 1e9)},
+                      {"tags", {{"component_name", "up0"}, {"source", "leaf0:57400"}}},
+                      {"values",
+                       {{"/components/component/transceiver/physical-channels/channel/state/input-power/instant",
+                         fmt::format("{}", -3 - 0.5 * k)}}}});
+  }
+  std::ofstream(dir + "/gnmic.json") << events.dump();
+  json cfg = {{"link_health", {{"gnmic_files", {dir + "/gnmic.json"}}, {"history", {{"bucket_s", 3600}}}}}};
+  std::ofstream(dir + "/config.json") << cfg.dump(2);
+  testing::Daemon d({"--config", dir + "/config.json"}, dir);
+  REQUIRE_MESSAGE(d.started(), d.log());
+  REQUIRE(d.Call("PUT", "/v1/topology", Topology().dump()).status / 100 == 2);
+  json health;
+  REQUIRE_MESSAGE(testing::Eventually([&] {
+                    health = d.Get("/v1/links/health").Json();
+                    return health.contains("links") && health["links"].size() == 1 &&
+                           !health["links"][0]["findings"].empty();
+                  }),
+                  (health.dump() + d.log()));
+  const auto& l = health["links"][0];
+  CHECK(l["link"] == "leaf0:up0 -> spine0:down0");
+  CHECK(health["source"] == "history");
+  const auto& f = l["findings"][0];
+  CHECK(f["kind"] == "optical_drift");
+  CHECK(f["severity"] == "warning");
+  CHECK(f["evidence"]["level"].get<double>() == doctest::Approx(-8));
+  CHECK(f["evidence"]["slope_per_day"].get<double>() == doctest::Approx(-0.5));
+  CHECK(f["evidence"]["time_to_threshold_days"].get<double>() == doctest::Approx(4));
+  CHECK(f["evidence"]["points"] == 11);
+  d.Stop();
+  // The readings went to the daemon's own history file, next to its database.
+  CHECK(std::filesystem::exists(d.db_path() + ".link-history"));
+  std::filesystem::remove_all(dir);
 }
