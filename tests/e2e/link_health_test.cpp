@@ -320,3 +320,16 @@ TEST_CASE("gnmic file output feeds the bounded history: optical power drifting t
   CHECK(std::filesystem::exists(d.db_path() + ".link-history"));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("config check refuses a bad link_health section, naming the field") {
+  std::string dir = testing::MakeTempDir();
+  std::string path = dir + "/config.json";
+  std::ofstream(path) << json{{"link_health", {{"prometheus", {{"url", "http://127.0.0.1:9"}, {"step_s", 0}}}}}}.dump();
+  std::string out, err;
+  CHECK(testing::RunDrainwise({"config", "check", path}, &out, &err) == 1);
+  CHECK_MESSAGE((out + err).find("link_health.prometheus.step_s") != std::string::npos, (out + err));
+  std::ofstream(path) << json{{"link_health", {{"trends", {{"fec_corrected_per_s", -1}}}}}}.dump();
+  CHECK(testing::RunDrainwise({"config", "check", path}, &out, &err) == 1);
+  CHECK_MESSAGE((out + err).find("link_health.trends.fec_corrected_per_s") != std::string::npos, (out + err));
+  std::filesystem::remove_all(dir);
+}
