@@ -321,6 +321,8 @@ int RunServe(const ServeArgs& args) {
   state.SetLinkStateSource([&telemetry](const model::Snapshot& snap) { return telemetry.LinkStateFor(snap); });
   // Link health (docs/link-health.md): trends from Prometheus range queries
   // and from the connectors' telemetry, kept bounded in its own history file.
+  // The service first: destroyed after the monitor, whose thread calls it.
+  std::unique_ptr<LinkHealthService> link_health_service;
   std::unique_ptr<LinkHealthMonitor> link_health;
   {
     auto lh = ParseLinkHealthOptions(cfg.link_health, cfg.db_path);
@@ -478,7 +480,6 @@ int RunServe(const ServeArgs& args) {
     }
     return out;
   };
-  std::unique_ptr<LinkHealthService> link_health_service;
   if (link_health) {
     link_health_service = std::make_unique<LinkHealthService>(link_health.get(), &state, engine.get());
     link_health_service->Install(hooks);

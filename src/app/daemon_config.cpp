@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "app/link_health_monitor.h"
 #include "engine/options.h"
 #include "engine/task_request.h"
 
@@ -33,6 +34,10 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path, const ConfigOverr
       connectors::ParseConnectorsConfig(nlohmann::json{{"sources", cfg.sources}, {"profiles", cfg.profiles}});
   if (!connectors) return tl::unexpected(connectors.error().Wrap(where));
   out.connectors = std::move(*connectors);
+
+  // Checked here so `drainwise config check` refuses what `serve` would; serve parses it again.
+  if (auto lh = ParseLinkHealthOptions(cfg.link_health, cfg.db_path); !lh)
+    return tl::unexpected(lh.error().Wrap(where));
 
   // ParseConfig checked the types and signs of the thresholds.
   auto& t = out.thresholds;

@@ -94,7 +94,8 @@ Result<LinkHealthOptions> ParseLinkHealthOptions(const json& section, const std:
   if (section.is_null()) return o;
   try {
     codec::ObjectReader r(section, "link_health");
-    r.RejectUnknown({"prometheus", "history", "trends", "names", "max_points", "comment"});
+    r.RejectUnknown({"prometheus", "history", "trends", "names", "max_points", "gnmic_files", "comment"});
+    o.gnmic_files = r.StringList("gnmic_files");
     o.enabled = true;
     o.max_points = static_cast<int>(r.IntOr("max_points", o.max_points));
     if (o.max_points < 8) throw codec::FieldError(r.Child("max_points"), "must be >= 8");
@@ -223,10 +224,11 @@ void LinkHealthMonitor::Run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     double now = NowSeconds();
     bool polled = false;
-    if (!options_.prometheus_url.empty() && now >= next_poll) {
-      auto st = PollPrometheus();
+    if ((!options_.prometheus_url.empty() || !options_.gnmic_files.empty()) && now >= next_poll) {
+      auto st = options_.prometheus_url.empty() ? Status{} : PollPrometheus();
+      auto files = ReadGnmicFiles();
       std::lock_guard lock(mu_);
-      last_error_ = st ? "" : st.error().message;
+      last_error_ = !st ? st.error().message : !files ? files.error().message : "";
       next_poll = now + options_.refresh_s;
       polled = true;
     }
@@ -251,16 +253,28 @@ void LinkHealthMonitor::Run(std::stop_token stop) {
       }
     }
     std::unique_lock lock(mu_);
-    double wait = options_.prometheus_url.empty() ? 1.0 : std::clamp(next_poll - NowSeconds(), 0.05, 1.0);
+    double wait = std::clamp(next_poll - NowSeconds(), 0.05, 1.0);
     wake_.wait_for(lock, stop, std::chrono::duration<double>(wait), [&] { return dirty_; });
   }
 }
 
+Status LinkHealthMonitor::ReadGnmicFiles() {
+  for (const auto& path : options_.gnmic_files) {
+    auto text = connectors::ReadFileLimited(path, 64 << 20);
+    if (!text) return tl::unexpected(text.error().Wrap("link_health.gnmic_files " + path));
+    auto samples = connectors::HealthSamplesFromGnmicEvents(*text, "", NowSeconds());
+    if (!samples) return tl::unexpected(samples.error().Wrap(path));
+    RecordSamples(*samples);
+  }
+  return {};
+}
+
 void LinkHealthMonitor::RefreshNow() {
-  if (!options_.prometheus_url.empty()) {
-    auto st = PollPrometheus();
+  if (!options_.prometheus_url.empty() || !options_.gnmic_files.empty()) {
+    auto st = options_.prometheus_url.empty() ? Status{} : PollPrometheus();
+    auto files = ReadGnmicFiles();
     std::lock_guard lock(mu_);
-    last_error_ = st ? "" : st.error().message;
+    last_error_ = !st ? st.error().message : !files ? files.error().message : "";
   }
   if (auto snap = snapshot_ ? snapshot_() : nullptr) Evaluate(snap);
 }
@@ -340,12 +354,15 @@ void LinkHealthMonitor::RecordSamples(const std::vector<connectors::HealthSample
   {
     std::lock_guard lock(mu_);
     for (const auto& s : samples) {
-      if (!s.cumulative) {
-        readings.push_back({s.device, s.interface, s.signal, s.time_s, s.value});
-        continue;
-      }
       auto key = std::make_pair(EndKey{s.device, s.interface}, s.signal);
       auto it = last_counter_.find(key);
+      if (!s.cumulative) {
+        // A file read again holds the readings already recorded: only newer ones count.
+        if (it != last_counter_.end() && s.time_s <= it->second.first) continue;
+        readings.push_back({s.device, s.interface, s.signal, s.time_s, s.value});
+        last_counter_[key] = {s.time_s, s.value};
+        continue;
+      }
       if (it != last_counter_.end() && s.time_s > it->second.first) {
         double delta = s.value - it->second.second;
         if (delta < 0) delta = s.value;  // reset: counted from zero again

@@ -50,6 +50,10 @@ struct LinkHealthOptions {
   std::vector<std::string> interface_labels = {"ifName", "ifDescr", "interface_name", "interface", "device"};
   std::vector<PrometheusHealthQuery> queries;  // default: DefaultPrometheusQueries()
   connectors::NameOptions names;
+  // gnmic file output (`--format event`) read every refresh_s: FEC, optical
+  // power, carrier transitions, ... into the history (device: the events'
+  // `source` tag). Readings not newer than the last of their series are skipped.
+  std::vector<std::string> gnmic_files;
   // History of connector telemetry; history.path empty = <db>.link-history.
   store::LinkHistoryOptions history;
   advisor::TrendOptions trends;
@@ -119,6 +123,7 @@ class LinkHealthMonitor {
       : options_(std::move(options)), snapshot_(std::move(snapshot)) {}
   void Run(std::stop_token stop);
   Status PollPrometheus();
+  Status ReadGnmicFiles();
   EndSeries Collect() const;  // Prometheus series + history
   std::shared_ptr<const LinkHealthReport> Evaluate(const model::SnapshotPtr& snapshot);
 

@@ -211,7 +211,7 @@ async function main() {
   //    highlighted along the links its paths report.
   const tpage = await browser.newPage();
   await tpage.setViewport(1440, 1000);
-  await tpage.intercept(/\/v1\/links|\/v1\/jobs\/[^/]+\/paths/, (url) => (url.includes('/v1/links')
+  await tpage.intercept(/\/v1\/links(?!\/health)|\/v1\/jobs\/[^/]+\/paths/, (url) => (url.includes('/v1/links')
     ? {body: {links: [{link: 'p0-leaf0-r0:up0 -> p0-spine0:down0', a: 'p0-leaf0-r0', b: 'p0-spine0', has_rates: true, utilisation: 0.97, degraded: true, reasons: ['discards']},
       {link: 'p1-leaf0-r0:up1 -> p1-spine1:down0', a: 'p1-leaf0-r0', b: 'p1-spine1', has_rates: true, utilisation: 0.75, degraded: false}]}}
     : {body: {job: 'job-0001', links: [{link: 'p1-leaf1-r2:up3 -> p1-spine3:down5', share: 0.5}], degraded_links: 0, telemetry: true}}));
@@ -226,6 +226,41 @@ async function main() {
   check(JSON.stringify(ringedByPaths) === '["p1-leaf1-r2","p1-spine3"]', 'a job with path inspection is highlighted along its reported links', JSON.stringify(ringedByPaths));
   const terrors = unexpectedErrors(tpage);
   check(terrors.length === 0, 'no console error with telemetry', terrors.join('\n  '));
+
+  // 8b. With link health (stood in for: the demo has no link_health section):
+  //     links coloured by their health trend, the jobs at risk with the drain
+  //     what-if, and a link's history as a chart.
+  const hpage = await browser.newPage();
+  await hpage.setViewport(1440, 1000);
+  const fecLink = 'p0-leaf0-r0:up0 -> p0-spine0:down0';
+  const fecItem = {link: fecLink, a: 'p0-leaf0-r0', b: 'p0-spine0', score: 50.7, severity: 'warning', worst_end: 'p0-leaf0-r0:up0',
+    findings: [{kind: 'error_growth', signal: 'fec_corrected', severity: 'warning', score: 50.7,
+      explanation: 'corrected FEC rate is 2e+03/s and doubling every 3.0 days; at this pace it crosses 1e+04/s in 7.0 days'}]};
+  const flapItem = {link: 'p1-leaf0-r0:up1 -> p1-spine1:down0', a: 'p1-leaf0-r0', b: 'p1-spine1', score: 85, severity: 'critical',
+    worst_end: 'p1-leaf0-r0:up1', findings: [{kind: 'flapping', signal: 'carrier_transitions', severity: 'critical', score: 85, explanation: 'the link went down and up 280 times'}]};
+  await hpage.intercept(/\/v1\/links\/health|\/v1\/jobs\/at-risk/, (url) => {
+    if (url.includes('at-risk')) {
+      return {body: {jobs: [{job: 'job-0001', risk_score: 85, links: [{link: flapItem.link, health: {severity: 'critical', score: 85, explanation: 'flaps'},
+        drain_link: {verdict: 'allow', job: {connected: true, bandwidth_fraction: 0.75, path_fraction: 0.5}}, drain_switch: []}]}]}};
+    }
+    if (url.includes('link=')) {
+      return {body: {links: [fecItem], history: {'p0-leaf0-r0:up0': {fec_corrected: [[0, 500], [86400, 1000], [172800, 2000]]}}}};
+    }
+    return {body: {links: [flapItem, fecItem], counts: {critical: 1, warning: 1}, window_s: 1209600, source: 'prometheus+history'}};
+  });
+  await hpage.goto(base + '/');
+  await hpage.waitFor('document.body.dataset.ready === "true"', 'the console to load');
+  const hstrokes = await hpage.eval('[...document.querySelectorAll("#fabric svg line[data-health]")].map((l) => l.dataset.health + " " + l.getAttribute("stroke")).sort()');
+  check(JSON.stringify(hstrokes) === '["critical var(--deny)","warning var(--warn)"]', 'links are coloured by their health trend', JSON.stringify(hstrokes));
+  const atRisk = await hpage.waitFor('[...document.querySelectorAll("#at-risk li.at-risk-job")].map((li) => li.dataset.job).join()', 'the at-risk jobs');
+  check(atRisk === 'job-0001', 'the jobs at risk are listed', atRisk);
+  const whatIf = await hpage.eval('document.querySelector("#at-risk li.at-risk-job").textContent');
+  check(/drain now: allow, keeps 75% bandwidth/.test(whatIf), 'each at-risk job shows the what-if of draining its link', whatIf);
+  await hpage.eval(`document.querySelector('#at-risk a[data-link]').click()`);
+  const chartPoints = await hpage.waitFor('document.querySelector("#health-history polyline")?.getAttribute("points").split(" ").length', 'the history chart');
+  check(chartPoints === 3, `a link's history is drawn as a chart (${chartPoints} points)`);
+  const herrors = unexpectedErrors(hpage);
+  check(herrors.length === 0, 'no console error with link health', herrors.join('\n  '));
 
   const errors = unexpectedErrors(page);
   check(errors.length === 0, 'no console error, exception or CSP violation', errors.join('\n  '));

@@ -10,9 +10,12 @@
 // h4, both on leaf0) only its hosts' links.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+
+#include <fmt/format.h>
 
 #include "connectors/loopback_http_server.h"
 #include "testing/daemon.h"
@@ -155,7 +158,7 @@ TEST_CASE("link health from Prometheus range queries: ranking, at-risk jobs, net
                     health = r.Json();
                     return health["links"].size() == 4 && health["links"][0]["score"].get<double>() > 0;
                   }),
-                  health.dump() + d.log());
+                  (health.dump() + d.log()));
   // Ranked: the flapping link (57.4) and the FEC link (50.7) above the clean one (0).
   const auto& links = health["links"];
   CHECK(links[0]["link"] == flap);
@@ -175,7 +178,8 @@ TEST_CASE("link health from Prometheus range queries: ranking, at-risk jobs, net
   CHECK(ff["evidence"]["doubling_time_days"].get<double>() == doctest::Approx(3).epsilon(1e-3));
   CHECK(ff["evidence"]["level"].get<double>() == doctest::Approx(2000).epsilon(1e-3));
   CHECK(ff["evidence"]["time_to_threshold_days"].get<double>() == doctest::Approx(3 * std::log2(5.0)).epsilon(1e-3));
-  CHECK(ff["evidence"]["points"] == 14 * 24 + 1);
+  // 14 x 24 + 1 = 337 hourly points, averaged in pairs to stay within max_points (200): 169.
+  CHECK(ff["evidence"]["points"] == 169);
   CHECK((*f)["score"].get<double>() == doctest::Approx(40 + 29 * std::exp(-3 * std::log2(5.0) / 7)).epsilon(1e-3));
   // Flapping: 14 days x 6 flaps per day (up to the one-step edges of the window).
   const json* fl = FindLink(links, flap);
@@ -269,4 +273,63 @@ TEST_CASE("without a link_health section the routes say so") {
   CHECK(r.status == 404);
   CHECK(r.body.find("link_health") != std::string::npos);
   CHECK(d.Get("/v1/jobs/at-risk").status == 404);
+}
+
+TEST_CASE("gnmic file output feeds the bounded history: optical power drifting towards the receiver limit") {
+  // 11 daily transceiver readings of leaf0's up0 optic, -3 dBm falling
+  // 0.5 dB/day to -8 dBm now: 2 dB above the -10 dBm limit (inside the 3 dB
+  // margin) -> warning, the limit 2 / 0.5 = 4 days away.
+  std::string dir = testing::MakeTempDir();
+  const double now =
+      std::floor(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  json events = json::array();
+  for (int k = 0; k <= 10; ++k) {
+    double t = now - (10 - k) * kDay;
+    events.push_back({{"name", "optics"},
+                      {"timestamp", fmt::format("{:.0f}", t * 1e9)},
+                      {"tags", {{"component_name", "up0"}, {"source", "leaf0:57400"}}},
+                      {"values",
+                       {{"/components/component/transceiver/physical-channels/channel/state/input-power/instant",
+                         fmt::format("{}", -3 - 0.5 * k)}}}});
+  }
+  std::ofstream(dir + "/gnmic.json") << events.dump();
+  json cfg = {{"link_health", {{"gnmic_files", {dir + "/gnmic.json"}}, {"history", {{"bucket_s", 3600}}}}}};
+  std::ofstream(dir + "/config.json") << cfg.dump(2);
+  testing::Daemon d({"--config", dir + "/config.json"}, dir);
+  REQUIRE_MESSAGE(d.started(), d.log());
+  REQUIRE(d.Call("PUT", "/v1/topology", Topology().dump()).status / 100 == 2);
+  json health;
+  REQUIRE_MESSAGE(testing::Eventually([&] {
+                    health = d.Get("/v1/links/health").Json();
+                    return health.contains("links") && health["links"].size() == 1 &&
+                           !health["links"][0]["findings"].empty();
+                  }),
+                  (health.dump() + d.log()));
+  const auto& l = health["links"][0];
+  CHECK(l["link"] == "leaf0:up0 -> spine0:down0");
+  CHECK(health["source"] == "history");
+  const auto& f = l["findings"][0];
+  CHECK(f["kind"] == "optical_drift");
+  CHECK(f["severity"] == "warning");
+  CHECK(f["evidence"]["level"].get<double>() == doctest::Approx(-8));
+  CHECK(f["evidence"]["slope_per_day"].get<double>() == doctest::Approx(-0.5));
+  CHECK(f["evidence"]["time_to_threshold_days"].get<double>() == doctest::Approx(4));
+  CHECK(f["evidence"]["points"] == 11);
+  d.Stop();
+  // The readings went to the daemon's own history file, next to its database.
+  CHECK(std::filesystem::exists(d.db_path() + ".link-history"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("config check refuses a bad link_health section, naming the field") {
+  std::string dir = testing::MakeTempDir();
+  std::string path = dir + "/config.json";
+  std::ofstream(path) << json{{"link_health", {{"prometheus", {{"url", "http://127.0.0.1:9"}, {"step_s", 0}}}}}}.dump();
+  std::string out, err;
+  CHECK(testing::RunDrainwise({"config", "check", path}, &out, &err) == 1);
+  CHECK_MESSAGE((out + err).find("link_health.prometheus.step_s") != std::string::npos, (out + err));
+  std::ofstream(path) << json{{"link_health", {{"trends", {{"fec_corrected_per_s", -1}}}}}}.dump();
+  CHECK(testing::RunDrainwise({"config", "check", path}, &out, &err) == 1);
+  CHECK_MESSAGE((out + err).find("link_health.trends.fec_corrected_per_s") != std::string::npos, (out + err));
+  std::filesystem::remove_all(dir);
 }

@@ -15,6 +15,7 @@ import {runCandidates} from './candidates.js';
 import {renderPlanChips, fillPlanGroups, runPlan, loadPlan} from './plans.js';
 import {runTask, loadTask, stopTaskPolling} from './task.js';
 import {runCampaign, loadCampaign} from './campaign.js';
+import {loadHealth, loadAtRisk} from './health.js';
 
 async function loadDrains() {
   try {
@@ -69,7 +70,7 @@ async function loadAll() {
   tiers.replaceChildren(...S.topo.tiers.map((t) => h('option', {value: t, text: t})));
   if (S.topo.tiers.includes('spine')) tiers.value = 'spine';
   fillPlanGroups();
-  await Promise.all([loadDrains(), loadTelemetry()]);
+  await Promise.all([loadDrains(), loadTelemetry(), loadHealth()]);
 }
 
 // #/                      fabric and what-if
@@ -154,6 +155,7 @@ async function start() {
   renderFabric();
   showGuide();
   route();
+  await loadAtRisk();
   document.body.dataset.ready = 'true';  // for the browser test and screenshots
   // Drains start and end while the page is open: keep the picture current.
   setInterval(async () => {

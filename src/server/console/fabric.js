@@ -4,6 +4,7 @@
 // zoomed into.
 import {$, h, s, fmtPct, fmtNum, plural, natural, linkKey, addTooltip} from './dom.js';
 import {S} from './state.js';
+import {worseHealth} from './health.js';
 import {toggleSwitch} from './whatif.js';
 
 // What is drawn is a list of boxes (a switch, a group of switches, a pod, a
@@ -54,6 +55,8 @@ function lineStyle(state) {
   // state: {util, degraded, drained, active, job, count}
   if (state.active) return {stroke: 'var(--drain)', width: 2.5, dash: '5 3', opacity: 0.9};
   if (state.drained) return {stroke: 'var(--whatif)', width: 2, dash: '4 3', opacity: 0.9};
+  if (state.health === 'critical') return {stroke: 'var(--deny)', width: 3, dash: '2 2', opacity: 1};
+  if (state.health === 'warning') return {stroke: 'var(--warn)', width: 2.5, dash: '2 2', opacity: 1};
   if (state.degraded) return {stroke: '#7c3aed', width: 2.5, dash: '6 3', opacity: 1};
   if (state.util !== undefined && state.util !== null) {
     const u = state.util;
@@ -85,6 +88,8 @@ function collectLines(visOf) {
       if (u.after !== undefined && (st.util === undefined || u.after > st.util)) { st.util = u.after; st.before = u.before; }
       if (u.degraded) st.degraded = true;
     }
+    const hl = S.health.get(l.key);
+    if (hl && hl.severity !== 'none') { st.health = worseHealth(st.health, hl.severity); st.healthNote = `${l.a} – ${l.b}: ${hl.severity} (risk ${Math.round(hl.score)})`; }
     if (drainedLinks.has(l.key) || drainedSw.has(l.a) || drainedSw.has(l.b)) st.drained = true;
     if (S.activeLinks.has(l.key) || S.activeSwitches.has(l.a) || S.activeSwitches.has(l.b)) st.active = true;
     if (S.highlight && S.highlight.links.has(l.key)) st.job = true;
@@ -103,14 +108,14 @@ function drawLines(svg, lines) {
     const ln = s('line', {
       x1: top.x, y1: top.y + top.h / 2, x2: bottom.x, y2: bottom.y - bottom.h / 2,
       stroke: style.stroke, 'stroke-width': style.width, 'stroke-opacity': style.opacity,
-      'stroke-dasharray': style.dash, 'data-link': [...st.names][0],
+      'stroke-dasharray': style.dash, 'data-link': [...st.names][0], 'data-health': st.health,
     });
-    const interesting = st.active || st.drained || st.degraded || st.util !== undefined || st.job;
+    const interesting = st.active || st.drained || st.degraded || st.util !== undefined || st.job || st.health;
     if (interesting) {
       ln.style.pointerEvents = 'stroke';
       addTooltip(ln, () => [...st.names].join('\n') + (st.count > st.names.size ? `\n… ${st.count} links` : '') +
         (st.util !== undefined ? `\nutilisation ${fmtPct(st.before)} → ${fmtPct(st.util)}` : '') +
-        (st.degraded ? '\ndegraded' : '') + (st.drained ? '\ngoes down in the what-if' : '') +
+        (st.degraded ? '\ndegraded' : '') + (st.health ? '\nhealth ' + st.healthNote : '') + (st.drained ? '\ngoes down in the what-if' : '') +
         (st.active ? '\ndown: active drain' : ''));
     }
     (interesting ? marked : plain).append(ln);
@@ -374,6 +379,7 @@ function renderLegend() {
     key('sw-key k-switch', 'switch'), key('sw-key k-whatif', 'drained in the what-if'), key('sw-key k-drain', 'active drain'),
     key('sw-key k-job', 'carries the highlighted job'), key('sw-key k-host', 'hosts (count)'),
     key('ln-key k-cool', 'link load < 70%'), key('ln-key k-warm', '70–90%'), key('ln-key k-hot', '≥ 90%'),
-    key('ln-key k-degraded', 'degraded link'));
+    key('ln-key k-degraded', 'degraded link'), key('ln-key k-health-warning', 'degrading (trend)'),
+    key('ln-key k-health-critical', 'about to fail'));
   if (S.assessment) L.append(h('span', {text: 'link colours: utilisation after the drain (flow level)'}));
 }

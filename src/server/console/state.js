@@ -12,6 +12,8 @@ export const S = {
   highlight: null,     // {id, switches, links, hosts, how}
   telemetry: new Map(),  // link key -> {util, degraded} from GET /v1/links
   pathsConfigured: true,
+  health: new Map(),     // link key -> GET /v1/links/health item (info or worse)
+  healthConfigured: false,
   planSwitches: [],
   shownCampaign: null,  // id of the campaign drawn (campaign.js)
 };
