@@ -18,8 +18,8 @@
 //
 // Optional at build time. Without ns-3 (CMake found no libns3-dev), the
 // blast radius still works and SimulatePackets answers kUnavailable naming
-// (the REST API turns that into HTTP 501 Not Implemented)
-// how to enable it (install libns3-dev, rebuild).
+// how to enable it (install libns3-dev, rebuild); the REST API answers 501
+// Not Implemented with that message.
 //
 // Threads. ns-3 keeps one global simulator per process: runs are serialised
 // by a process-wide mutex (a second caller waits; `stop` is honoured while
@@ -59,17 +59,20 @@ struct PacketOptions {
   int mtu_bytes = 4096;                  // IP MTU of every link (RoCE's 4 KiB MTU)
   // Switch egress port: RED with ECN, marking (DCTCP's K) from
   // `ecn_threshold_packets` and every packet above 3 K; tail drop at
-  // `buffer_packets` per port.
+  // `buffer_packets` per port. The deep default (32 MiB at 4 KiB) stands in
+  // for PFC: a RoCE fabric does not drop, it pauses, so an incast queues
+  // instead of losing packets to a 1 ms retransmission timeout.
   int ecn_threshold_packets = 32;
-  int buffer_packets = 512;
+  int buffer_packets = 8192;
   // Spraying reorders packets: the duplicate-ACK threshold is raised so that
   // reordering is not taken for loss (64; hash mode keeps TCP's 3).
   int spray_dupack_threshold = 64;
   double min_rto_s = 1e-3;
 
   // Ring collectives are released in at most this many steps (merging
-  // consecutive NCCL steps when a ring has more), to bound events.
-  int max_ring_steps = 64;
+  // consecutive NCCL steps when a ring has more), to bound events; the
+  // default covers a 256-rank all-reduce (2 x 255 steps) step for step.
+  int max_ring_steps = 512;
   // A run stops at this simulated time; unfinished jobs are reported so.
   double max_simulated_s = 1.0;
 

@@ -141,10 +141,20 @@ TEST_CASE("fidelity: the flow level's slowdowns against the packet level's") {
                   job.id.c_str(), static_cast<unsigned long long>(j.flows), *j.slowdown_pct, *j.flow_slowdown_pct, err,
                   j.baseline.comm_s * 1e6, j.drained.comm_s * 1e6, j.flow_baseline_comm_s * 1e6,
                   j.flow_drained_comm_s * 1e6, r->baseline.wall_s + r->drained.wall_s);
-      CHECK(std::abs(err) <= 1000);
+      // Bounds, from the table this suite printed (docs/validation.md):
+      // |flow - packet| was at most 27.9 points (the 16-host ring: its steps
+      // are latency-bound and ring edges drift out of phase at the packet
+      // level, so fewer of them share the drained uplink at once than the
+      // fluid model's all-in-phase bandwidth term assumes), and the flow
+      // level never under-predicted (minimum -0.0). Runs are deterministic
+      // (fixed seeds), so the margin is for model changes, not noise:
+      // 35 points, and at most 5 points of under-prediction.
+      CHECK(std::abs(err) <= 35);
+      CHECK(err >= -5);
     }
   }
   std::printf("worst |flow - packet| = %.1f points\n", worst);
+  CHECK(worst > 0);  // the levels are different models: identical numbers would mean one did not run
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 #include "report/table.h"
 #include "server/api.h"
 #include "server/routes/common.h"
-#include "server/routes/packet_run.h"
 #include "server/routes/idempotency.h"
+#include "server/routes/packet_run.h"
 
 namespace drainwise::server {
 

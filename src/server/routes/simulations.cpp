@@ -134,8 +134,8 @@ ApiResponse Api::PostSimulationRun(const RoutedRequest& rr) {
   }
   auto view = state_->view();
   if (!view || !view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
-  auto fn = found->prepare(*body, RunContext{*view, hooks_.background_log, hooks_, &state_->store(), &sequence_,
-                                             rr.principal});
+  auto fn = found->prepare(
+      *body, RunContext{*view, hooks_.background_log, hooks_, &state_->store(), &sequence_, rr.principal});
   if (!fn) return ErrorResponse(fn.error(), rr.path);
   auto id = background_->Start(mode, rr.principal, std::move(*fn));
   if (!id) {
