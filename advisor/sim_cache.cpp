@@ -27,11 +27,10 @@ SimCache::SimCache(model::SnapshotPtr snapshot) : snapshot_(std::move(snapshot))
 // (a field added to FlowOptions belongs here too).
 std::string SimCache::FlowKey(const sim::FlowOptions& o) {
   return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{:x}|{}|{}|{}|{}|{}", sim::FlowRoutingName(o.routing),
-                     o.routing_source, o.hash_seeds,
-                     o.seed, o.goodput, o.per_hop_latency_s, o.per_message_overhead_s, o.overload_threshold,
-                     o.overload_penalty, o.background_bps.size(), BackgroundHash(o.background_bps),
-                     o.incremental_solver, o.hot_links, o.hot_links_fabric_only, o.bottlenecks_per_job,
-                     o.jobs_per_link);
+                     o.routing_source, o.hash_seeds, o.seed, o.goodput, o.per_hop_latency_s, o.per_message_overhead_s,
+                     o.overload_threshold, o.overload_penalty, o.background_bps.size(),
+                     BackgroundHash(o.background_bps), o.incremental_solver, o.hot_links, o.hot_links_fabric_only,
+                     o.bottlenecks_per_job, o.jobs_per_link);
 }
 
 std::shared_ptr<const sim::JobSimIndex> SimCache::JobIndex() const {

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 #include <deque>
-#include <span>
 #include <memory>
+#include <span>
 #include <stop_token>
 #include <vector>
 

@@ -33,7 +33,8 @@ bool WriteFile(const std::filesystem::path& path, const std::string& text) {
 int RunFabric(const FabricArgs& a) {
   auto preset = fabric::FindPreset(a.preset);
   if (!preset) {
-    fmt::print(stderr, "drainwise fabric: unknown preset '{}' (demo, 32k, 32k-moe, 32k-moe-2to1, 128k, small)\n", a.preset);
+    fmt::print(stderr, "drainwise fabric: unknown preset '{}' (demo, 32k, 32k-moe, 32k-moe-2to1, 128k, small)\n",
+               a.preset);
     return 2;
   }
   auto& f = preset->fabric;

@@ -63,12 +63,12 @@ struct SimulateArgs {
   bool fluid_only = false;  // goodput 1, no latency: the exactness contract's model
   int threads = 0;          // hash seeds at once; 0 = one per core
   // --mode task (sim/task_sim.h; the request document of engine/task_request.h).
-  std::string preset;        // a named synthetic fabric instead of --topology
-  std::string horizon;       // "365d"; default the request's (365d)
+  std::string preset;             // a named synthetic fabric instead of --topology
+  std::string horizon;            // "365d"; default the request's (365d)
   bool hash_seeds_given = false;  // --hash-seeds on the command line (else the topology's, else 8)
-  bool seed_given = false;   // --seed on the command line (else the request's, else 1)
-  std::string trace;         // sacct --json output; default a synthetic trace
-  std::string task_options;  // a request document (reliability, drains, ...)
+  bool seed_given = false;        // --seed on the command line (else the request's, else 1)
+  std::string trace;              // sacct --json output; default a synthetic trace
+  std::string task_options;       // a request document (reliability, drains, ...)
   // --mode packet (sim/packet/packet_sim.h; defaults are PacketOptions').
   size_t max_hosts = sim::PacketOptions{}.max_hosts;
   size_t max_flows = sim::PacketOptions{}.max_flows;

@@ -66,7 +66,8 @@ Result<AssessRequest> ParseAssessRequest(const json& body, const model::Topology
     req.flow = ParseModes(r);
     if (r.Has("routing")) {
       auto m = sim::ParseFlowRouting(r.String("routing"));
-      if (!m) throw codec::FieldError("routing", "expected spray, spray-path, hash, hash-resilient, hash-rehash or adaptive");
+      if (!m)
+        throw codec::FieldError("routing", "expected spray, spray-path, hash, hash-resilient, hash-rehash or adaptive");
       req.routing = *m;
     }
     req.recommend = r.BoolOr("recommend", true);

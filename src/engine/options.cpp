@@ -17,7 +17,8 @@ Result<sim::FlowOptions> ParseFlowOptions(const json& simulation) {
     if (r.Has("routing")) {
       auto m = sim::ParseFlowRouting(r.String("routing"));
       if (!m)
-        throw codec::FieldError(r.Child("routing"), "expected spray, spray-path, hash, hash-resilient, hash-rehash or adaptive");
+        throw codec::FieldError(r.Child("routing"),
+                                "expected spray, spray-path, hash, hash-resilient, hash-rehash or adaptive");
       o.routing = *m;
       o.routing_source = "config";
     }
