@@ -102,6 +102,14 @@ TEST_CASE("two daemons on one PostgreSQL: a drain through A counts in B's next v
   MESSAGE("PUT /v1/jobs on B served by A after " << ms << " ms");
   CHECK_MESSAGE(served, p.a->log());
   CHECK(p.a->Get("/v1/snapshots").Json()["current"]["jobs_version"] == put.Json()["version"]);
+  // An Idempotency-Key used through A is replayed by B: one assessment.
+  std::string request = json{{"drain", {{"switches", {"spine1"}}}}, {"modes", {"job"}}, {"ticket", "CHG-IDEM"}}.dump();
+  auto first = p.a->Call("POST", "/v1/assessments", request, {{"Idempotency-Key", "\"ha-1\""}});
+  REQUIRE_MESSAGE(first.status == 201, first.body);
+  auto replay = p.b->Call("POST", "/v1/assessments", request, {{"Idempotency-Key", "\"ha-1\""}});
+  CHECK(replay.status == 200);
+  CHECK(replay.Json()["id"] == first.Json()["id"]);
+  CHECK(p.b->Get("/v1/assessments?ticket=CHG-IDEM").Json()["assessments"].size() == 1);
   // Both answer ready, and say that the store is shared.
   CHECK(p.a->Get("/readyz").Json()["status"] == "ready");
   CHECK(p.a->log().find("shared with other daemons") != std::string::npos);
@@ -328,4 +336,30 @@ TEST_CASE("drainwise check with several --server: a dead daemon is skipped, the 
   CHECK(doc["verdict"] != "deny");
   // Stored once, in the shared database.
   CHECK(p.b->Get("/v1/assessments?ticket=CHG-FAILOVER").Json()["assessments"].size() == 1);
+}
+
+TEST_CASE("config: the store section's PostgreSQL settings are checked, the URL is taken from store.url") {
+  std::string dir = testing::MakeTempDir();
+  std::string out, err;
+  auto write = [&](const std::string& name, const json& doc) {
+    std::ofstream(dir + "/" + name) << doc.dump();
+    return dir + "/" + name;
+  };
+  auto good = write("good.json", {{"store",
+                                   {{"url", "postgresql://drainwise@127.0.0.1:9/drainwise"},
+                                    {"password_file", dir + "/pw"},
+                                    {"sslmode", "verify-full"},
+                                    {"sslrootcert", dir + "/ca.pem"},
+                                    {"connect_timeout_s", 3}}}});
+  CHECK_MESSAGE(testing::RunDrainwise({"config", "check", good}, &out, &err) == 0, err);
+  auto mode = write("mode.json", {{"store", {{"sslmode", "sometimes"}}}});
+  CHECK(testing::RunDrainwise({"config", "check", mode}, &out, &err) == 1);
+  CHECK(err.find("store.sslmode") != std::string::npos);
+  auto both = write("both.json", {{"store", {{"password_file", "/x"}, {"password_env", "PW"}}}});
+  CHECK(testing::RunDrainwise({"config", "check", both}, &out, &err) == 1);
+  CHECK(err.find("not both") != std::string::npos);
+  auto timeout = write("timeout.json", {{"store", {{"connect_timeout_s", 1}}}});
+  CHECK(testing::RunDrainwise({"config", "check", timeout}, &out, &err) == 1);
+  CHECK(err.find("store.connect_timeout_s") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
