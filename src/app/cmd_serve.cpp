@@ -1,6 +1,6 @@
 // drainwise serve: the daemon.
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <functional>
