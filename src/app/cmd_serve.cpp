@@ -1,6 +1,6 @@
 // drainwise serve: the daemon.
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <functional>
@@ -309,6 +309,9 @@ int RunServe(const ServeArgs& args) {
                                                FollowerOptions{daemon_config.policy.has_value(), daemon_config.advisor},
                                                Logger("store"));
     (*store)->SetChangeListener([f = follower.get()](const std::string& what) { f->OnChange(what); });
+    // Serve once listening (bounded): a daemon that cannot hear the others
+    // yet would answer /readyz "stale" for its first moments.
+    for (int i = 0; i < 500 && !(*store)->Fresh(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   auto engine = engine::MakeEngine(Logger("engine"));
   server::Metrics metrics;

@@ -585,6 +585,40 @@ TEST_CASE("source manager: background threads poll on their timers and stop prom
   CHECK(topo_polls == polls_after_stop);
 }
 
+TEST_CASE("source manager: may_poll false skips the polls (another daemon holds the lease), true resumes them") {
+  // refresh_s 3600: after the first poll, only a lease retry could poll again
+  // within the test, and the retry (0.05 s) is what turns it on.
+  std::vector<SourceConfig> configs = {
+      Config({{"name", "topo"}, {"kind", "native"}, {"path", "t"}, {"refresh_s", 3600}})};
+  std::atomic<int> polls{0}, asked{0};
+  std::atomic<bool> lease{false};
+  SourceManagerOptions options;
+  options.loader = [&](const SourceConfig&, double) -> Result<SourceData> {
+    ++polls;
+    return TopologyData(100);
+  };
+  options.may_poll = [&] {
+    ++asked;
+    return lease.load();
+  };
+  options.may_poll_retry_s = 0.05;
+  SourceManager m(configs, options, [](const Update&) {});
+  m.Start();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (asked < 4 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(asked >= 4);  // asked again every retry period
+  CHECK(polls == 0);  // and never polled without the lease
+  lease = true;
+  while (polls == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(polls == 1);  // taken over within one retry period, then the hour's wait
+  m.Stop();
+  CHECK(m.Statuses()[0].attempts == 1);
+}
+
 }  // namespace
 }  // namespace drainwise::connectors
 

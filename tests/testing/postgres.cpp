@@ -142,7 +142,19 @@ bool PostgresCluster::Init(std::string* why) {
            << "fsync = off\nfull_page_writes = off\nmax_connections = 200\nshared_buffers = 16MB\n";
     }
     if (as_nobody_) (void)std::system(("chown nobody " + Quote(data + "/postgresql.auto.conf")).c_str());
-    if (Start()) return true;
+    if (Start()) {
+      // A test binary killed before its destructors run (a ctest timeout)
+      // must not leave the cluster behind: a watchdog shell stops and
+      // removes it once this process is gone.
+      std::string stop = (as_nobody_ ? "runuser -u nobody -- " : "") + Quote(bin_ + "/pg_ctl") + " -D " +
+                         Quote(dir_ + "/data") + " -m immediate -w stop";
+      std::string inner = "while kill -0 " + std::to_string(::getpid()) + " 2>/dev/null; do sleep 1; done; " + stop +
+                          "; rm -rf " + Quote(dir_);
+      // setsid: out of this process group, which a test runner may kill whole.
+      std::string watchdog = "setsid sh -c " + Quote(inner) + " >/dev/null 2>&1 </dev/null &";
+      (void)std::system(watchdog.c_str());
+      return true;
+    }
   }
   *why = "the PostgreSQL cluster did not start: " + log();
   return false;
