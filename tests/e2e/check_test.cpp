@@ -81,5 +81,6 @@ TEST_CASE("assessments, candidates and plans over REST on the demo") {
   CHECK(p["all_allowed"] == true);
   for (const auto& b : p["batches"]) CHECK(b["verdict"] == "allow");
   CHECK(d.Call("POST", "/v1/plans", R"({"switches":[]})").status == 400);
-  CHECK(d.Call("POST", "/v1/assessments", R"({"drain":{"switches":["p0-spine0"]},"modes":["packet"]})").status == 400);
+  CHECK(d.Call("POST", "/v1/assessments", R"({"drain":{"switches":["p0-spine0"]},"modes":["packet-level"]})").status ==
+        400);
 }
