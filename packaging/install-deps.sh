@@ -22,6 +22,7 @@ packages=(
   clang libclang-rt-14-dev           # libFuzzer targets (tests/fuzz/run.sh)
   chromium nodejs                    # the console's browser test (tests/browser); npm: tests/api
   prometheus                         # promtool: the example alerting rules' test (tests/alerts)
+  haproxy                            # the example load-balancer config's test (tests/lb: haproxy -c)
   libns3-dev                         # the packet level (sim/packet, ns-3 3.37); optional: without it that mode answers 501
 )
 
