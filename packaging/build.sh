@@ -27,6 +27,11 @@ if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   # Paths relative to the checkout, so a fresh clone elsewhere reuses the cache.
   export CCACHE_BASEDIR="$PWD"
+  # With debug info (the sanitizer tree's line tables) ccache also hashes the
+  # working directory, so every fresh clone missed the whole sanitizer tree
+  # (seen: 21 min instead of minutes); the price is that a cached object's
+  # line tables may name another checkout's folder.
+  export CCACHE_NOHASHDIR=1
 fi
 cmake -S . -B "$dir" -G Ninja "${flags[@]}" "${launcher[@]}" >/dev/null
 cmake --build "$dir" -j "$(nproc)" ${1:+--target "$@"}
