@@ -232,6 +232,11 @@ std::string S(const json& o, const char* key) {
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
 std::string G(const json& costs) { return costs.is_object() ? fmt::format("{:.2f}", costs.value("total", 0.0)) : "-"; }
+// A GPU-hour figure of the comparison table, with the batches' two decimals.
+std::string H(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_number() ? fmt::format("{:.2f}", it->get<double>()) : "-";
+}
 }  // namespace
 
 std::string CampaignText(const json& doc) {
@@ -266,8 +271,8 @@ std::string CampaignText(const json& doc) {
       {"STRATEGY", "CHOSEN", "VERDICT", "MIGRATION", "INTERRUPTION", "SLOWDOWN", "DELAY", "TOTAL", "FINISH"});
   for (const auto& r : doc.value("comparison", json::array())) {
     const json g = r.value("gpu_hours", json::object());
-    c.Add({S(r, "strategy"), r.value("chosen", false) ? "yes" : "", S(r, "verdict"), S(g, "migration"),
-           S(g, "interruption"), S(g, "slowdown"), S(g, "delay"), S(g, "total"), S(r, "finish")});
+    c.Add({S(r, "strategy"), r.value("chosen", false) ? "yes" : "", S(r, "verdict"), H(g, "migration"),
+           H(g, "interruption"), H(g, "slowdown"), H(g, "delay"), H(g, "total"), S(r, "finish")});
   }
   out += c.Render();
   bool slurm_header = false;
