@@ -189,9 +189,9 @@ const json& PrometheusData(const json& doc, std::string_view type, std::string_v
   codec::ObjectReader data(top.Raw("data"), "data");
   std::string got = data.String("resultType");
   if (got != type && (alt_type.empty() || got != alt_type)) {
-    throw codec::FieldError("data.resultType",
-                            alt_type.empty() ? fmt::format("'{}' (expected {})", got, type)
-                                             : fmt::format("'{}' (expected {} or {})", got, type, alt_type));
+    throw codec::FieldError("data.resultType", alt_type.empty()
+                                                   ? fmt::format("'{}' (expected {})", got, type)
+                                                   : fmt::format("'{}' (expected {} or {})", got, type, alt_type));
   }
   return top.Raw("data");
 }
