@@ -37,6 +37,27 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // rounding would otherwise cost one re-solve each.
 constexpr double kBatchTolerance = 1e-9;
 
+// A binary min-heap (by T's operator<, as std::priority_queue) whose
+// storage survives clear(): the re-fills reuse it at every batch.
+template <class T>
+class ReusableHeap {
+ public:
+  bool empty() const { return v_.empty(); }
+  const T& top() const { return v_.front(); }
+  void push(const T& x) {
+    v_.push_back(x);
+    std::push_heap(v_.begin(), v_.end());
+  }
+  void pop() {
+    std::pop_heap(v_.begin(), v_.end());
+    v_.pop_back();
+  }
+  void clear() { v_.clear(); }
+
+ private:
+  std::vector<T> v_;
+};
+
 class UnionFind {
  public:
   explicit UnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0u); }
@@ -286,8 +307,16 @@ class IncrementalEvents {
       }
     }
     SortByRate(order_.begin(), order_.end());
-    heap_ = {};
-    for (uint32_t i : order_) Predict(i, 0);
+    // The t = 0 predictions, sorted once: most aggregates are never
+    // re-predicted, and a sort is far cheaper than as many heap pops.
+    heap_.clear();
+    initial_.clear();
+    cursor_ = 0;
+    for (uint32_t i : order_) {
+      version_[i] = 1;
+      initial_.push_back({PredictAt(i, 0), i, 1});
+    }
+    std::sort(initial_.begin(), initial_.end(), [](const Finish& x, const Finish& y) { return y < x; });
 
     // Scratch of the re-fills, stamped per batch.
     link_stamp_.assign(nl, 0);
@@ -320,14 +349,10 @@ class IncrementalEvents {
       now = next;
       finished_.clear();
       double r_min = kInf;
-      while (!heap_.empty()) {
-        const Finish f = heap_.top();
-        if (!active_[f.agg] || f.version != version_[f.agg]) {
-          heap_.pop();
-          continue;
-        }
+      while (const Finish* top_f = Top()) {
+        const Finish f = *top_f;
         if (f.at > cutoff) break;
-        heap_.pop();
+        Pop(top_f);
         active_[f.agg] = 0;
         sol.finish_s[p.aggs[f.agg]] = now;
         finished_.push_back(f.agg);
@@ -372,19 +397,41 @@ class IncrementalEvents {
     std::sort(first, last, [&](uint32_t x, uint32_t y) { return rate_[x] != rate_[y] ? rate_[x] < rate_[y] : x < y; });
   }
 
+  double PredictAt(uint32_t i, double now) const {
+    return !std::isfinite(rate_[i]) ? now : rate_[i] > 0 ? now + remaining_[i] / rate_[i] : kInf;
+  }
   void Predict(uint32_t i, double now) {
     ++version_[i];
-    const double at = !std::isfinite(rate_[i]) ? now : rate_[i] > 0 ? now + remaining_[i] / rate_[i] : kInf;
-    heap_.push({at, i, version_[i]});
+    heap_.push_back({PredictAt(i, now), i, version_[i]});
+    std::push_heap(heap_.begin(), heap_.end());
+  }
+  bool Current(const Finish& f) const { return active_[f.agg] && f.version == version_[f.agg]; }
+
+  // The earliest current prediction (of initial_ from cursor_ and heap_),
+  // stale ones dropped on the way; nullptr when none is left.
+  const Finish* Top() {
+    while (cursor_ < initial_.size() && !Current(initial_[cursor_])) ++cursor_;
+    while (!heap_.empty() && !Current(heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end());
+      heap_.pop_back();
+    }
+    const Finish* a = cursor_ < initial_.size() ? &initial_[cursor_] : nullptr;
+    const Finish* b = heap_.empty() ? nullptr : &heap_.front();
+    if (a == nullptr || b == nullptr) return a != nullptr ? a : b;
+    return *a < *b ? b : a;  // operator< orders the heap: x < y when x comes later
+  }
+  void Pop(const Finish* f) {
+    if (cursor_ < initial_.size() && f == &initial_[cursor_]) {
+      ++cursor_;
+    } else {
+      std::pop_heap(heap_.begin(), heap_.end());
+      heap_.pop_back();
+    }
   }
 
   double NextFinish() {
-    while (!heap_.empty()) {
-      const Finish& f = heap_.top();
-      if (active_[f.agg] && f.version == version_[f.agg]) return f.at;
-      heap_.pop();
-    }
-    return kInf;
+    const Finish* f = Top();
+    return f != nullptr ? f->at : kInf;
   }
 
   void TouchLink(uint32_t l) {
@@ -460,7 +507,7 @@ class IncrementalEvents {
     // members and classes with refilled members (CSR over links_).
     BuildIndex(p);
 
-    heap_links_ = {};
+    heap_links_.clear();  // keeps its storage across batches
     for (uint32_t l : links_) {
       if (count_[l] > 0 && slope_[l] > 0) heap_links_.push({(p.capacity[l] - used_[l]) / slope_[l], l});
     }
@@ -571,7 +618,9 @@ class IncrementalEvents {
   std::vector<double> rate_, remaining_, since_;
   std::vector<uint32_t> bottleneck_, version_;
   std::vector<uint32_t> order_;  // active aggregates, rates ascending
-  std::priority_queue<Finish> heap_;
+  std::vector<Finish> initial_;  // t = 0 predictions, earliest first, consumed from cursor_
+  size_t cursor_ = 0;
+  std::vector<Finish> heap_;  // re-predictions (std heap)
   std::vector<double> usage_;  // per local link: load of every active aggregate at its rate
   std::vector<uint32_t> finished_, refill_;
   // Re-fill scratch.
@@ -585,7 +634,7 @@ class IncrementalEvents {
   std::vector<uint32_t> link_slot_, class_slot_;
   std::vector<uint32_t> priv_off_, priv_aggs_, cls_off_, link_cls_, member_off_, members_;
   std::vector<uint32_t> fill_a_, fill_b_, fill_c_;
-  std::priority_queue<LinkEntry> heap_links_;
+  ReusableHeap<LinkEntry> heap_links_;
 };
 
 // Upper bound on the total rate of each class from the capacity of the
@@ -593,42 +642,58 @@ class IncrementalEvents {
 // max(scale / share_m) * c_m into the class. Taken over the first and the
 // last private link (source and destination NICs), whichever is smaller.
 std::vector<double> ClassRateBounds(const FluidProblem& p) {
-  const size_t nc = p.class_count();
+  const size_t nc = p.class_count(), na = p.aggregate_count();
   std::vector<double> bound(nc, 0.0);
   std::vector<uint8_t> unbounded(nc, 0);
-  struct Cover {
-    uint32_t cls, link;
-    double ratio;
-  };
-  std::vector<Cover> covers[2];
-  for (size_t a = 0; a < p.aggregate_count(); ++a) {
-    uint32_t pb = p.private_offsets[a], pe = p.private_offsets[a + 1];
-    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      const ClassTerm& t = p.terms[k];
-      if (pb == pe) {
-        unbounded[t.cls] = 1;
+  // The terms grouped by class (a counting sort, in aggregate order), then
+  // per class the distinct cover links with their largest ratio, summed in
+  // ascending link order: linear in the terms, no sort of all of them.
+  std::vector<uint32_t> off(nc + 1, 0);
+  for (size_t a = 0; a < na; ++a) {
+    if (p.private_offsets[a] == p.private_offsets[a + 1]) continue;
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) ++off[p.terms[k].cls + 1];
+  }
+  for (size_t c = 0; c < nc; ++c) off[c + 1] += off[c];
+  std::vector<uint32_t> term_agg(off.back()), term_at(off.back());
+  {
+    std::vector<uint32_t> fill(off.begin(), off.end() - 1);
+    for (size_t a = 0; a < na; ++a) {
+      if (p.private_offsets[a] == p.private_offsets[a + 1]) {
+        for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) unbounded[p.terms[k].cls] = 1;
         continue;
       }
-      covers[0].push_back({t.cls, p.private_links[pb].link, t.scale / p.private_links[pb].share});
-      covers[1].push_back({t.cls, p.private_links[pe - 1].link, t.scale / p.private_links[pe - 1].share});
+      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+        const uint32_t at = fill[p.terms[k].cls]++;
+        term_agg[at] = static_cast<uint32_t>(a);
+        term_at[at] = k;
+      }
     }
   }
-  std::vector<double> side(nc);
+  const size_t nl = p.capacity_bps.size();
+  std::vector<uint32_t> stamp(nl, UINT32_MAX);
+  std::vector<double> best(nl, 0.0);
+  std::vector<uint32_t> seen;
   for (int s = 0; s < 2; ++s) {
-    auto& v = covers[s];
-    std::sort(v.begin(), v.end(),
-              [](const Cover& x, const Cover& y) { return x.cls != y.cls ? x.cls < y.cls : x.link < y.link; });
-    std::fill(side.begin(), side.end(), 0.0);
-    for (size_t i = 0; i < v.size();) {
-      size_t j = i;
-      double ratio = 0;
-      for (; j < v.size() && v[j].cls == v[i].cls && v[j].link == v[i].link; ++j) ratio = std::max(ratio, v[j].ratio);
-      side[v[i].cls] += ratio * p.capacity_bps[v[i].link];
-      i = j;
+    for (size_t c = 0; c < nc; ++c) {
+      seen.clear();
+      for (uint32_t e = off[c]; e < off[c + 1]; ++e) {
+        const uint32_t a = term_agg[e];
+        const LinkShare& cover = s == 0 ? p.private_links[p.private_offsets[a]] : p.private_links[p.private_offsets[a + 1] - 1];
+        const double ratio = p.terms[term_at[e]].scale / cover.share;
+        if (stamp[cover.link] != c) {
+          stamp[cover.link] = static_cast<uint32_t>(c);
+          best[cover.link] = ratio;
+          seen.push_back(cover.link);
+        } else {
+          best[cover.link] = std::max(best[cover.link], ratio);
+        }
+      }
+      std::sort(seen.begin(), seen.end());
+      double side = 0;
+      for (uint32_t l : seen) side += best[l] * p.capacity_bps[l];
+      bound[c] = s == 0 ? side : std::min(bound[c], side);
     }
-    for (size_t c = 0; c < nc; ++c) bound[c] = s == 0 ? side[c] : std::min(bound[c], side[c]);
-    v.clear();
-    v.shrink_to_fit();
+    std::fill(stamp.begin(), stamp.end(), UINT32_MAX);
   }
   for (size_t c = 0; c < nc; ++c) {
     if (unbounded[c]) bound[c] = kInf;
