@@ -1,8 +1,8 @@
 // Hash routing (`hash`, `hash-rehash`): each rank-level flow pinned to one
 // ECMP path by a seeded per-hop hash; flows of a demand on the same path
-// are one aggregate, and the fabric part of each distinct path is a class.
+// are one aggregate, with its NIC links private and one class term per
+// fabric link of its path (a class per directed fabric link).
 #include <algorithm>
-#include <unordered_map>
 
 #include "model/units.h"
 #include "sim/flow_sim_state.h"
@@ -62,13 +62,17 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
 
   FluidProblem& p = sc.problem;
   p.capacity_bps = sc.capacity_bps;
-  // Most demands keep one aggregate (flows inside a leaf): size for that.
-  p.weight.reserve(nd);
-  p.bits.reserve(nd);
-  p.private_offsets.reserve(nd + 1);
-  p.term_offsets.reserve(nd + 1);
-  p.private_links.reserve(2 * nd);
-  sc.agg_demand.reserve(nd);
+  // At most one aggregate per rank-level flow, two NIC links each and a
+  // term per fabric link: reserved once (pages never touched stay free),
+  // so millions of aggregates cost no reallocation and copy.
+  const size_t max_aggs = std::max<size_t>(nd, workload.rank_flows);
+  p.weight.reserve(max_aggs);
+  p.bits.reserve(max_aggs);
+  p.private_offsets.reserve(max_aggs + 1);
+  p.term_offsets.reserve(max_aggs + 1);
+  p.private_links.reserve(2 * max_aggs);
+  p.terms.reserve(4 * max_aggs);
+  sc.agg_demand.reserve(max_aggs);
   std::vector<uint32_t> flat, off, order;
   struct PairChoice {
     int16_t s, t;
@@ -77,32 +81,18 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   std::vector<PairChoice> pairs;
   std::vector<LinkShare> links;
   std::vector<ClassTerm> path_terms;
-  // Distinct fabric paths, by hash: the first class with a hash, and a chain
-  // of the others with the same hash (class_next, per class).
-  std::unordered_map<uint64_t, uint32_t> path_classes;
-  path_classes.reserve(nd);
-  std::vector<uint32_t> class_next;
-  class_next.reserve(nd);
-  std::vector<LinkShare> class_links;
-  auto PathClass = [&](std::span<const uint32_t> path) -> uint32_t {
-    uint64_t h = 0x243F6A8885A308D3ull;
-    for (uint32_t l : path) h = Mix(h ^ l);
-    auto [it, inserted] = path_classes.try_emplace(h, kNoLink);
-    uint32_t last = kNoLink;  // the chain's last class
-    for (uint32_t c = it->second; c != kNoLink; c = class_next[c]) {
-      const auto& cl = p.classes[c];
-      if (cl.size() == path.size() && std::equal(path.begin(), path.end(), cl.begin(),
-                                                 [](uint32_t l, const LinkShare& x) { return l == x.link; })) {
-        return c;
-      }
-      last = c;
+  // One class per directed fabric link, made when a path first crosses
+  // it: a hashed path's fabric part is one term per link, so routing needs
+  // no table of distinct paths (millions of them, one lookup per aggregate,
+  // most of the routing time), the classes are the same for every seed, and
+  // a class's rate bound counts each NIC feeding the link once.
+  std::vector<uint32_t> link_class(p.capacity_bps.size(), kNoLink);
+  auto LinkClass = [&](uint32_t l) {
+    if (link_class[l] == kNoLink) {
+      const LinkShare one{l, 1.0};
+      link_class[l] = p.AddClass(std::span<const LinkShare>(&one, 1));
     }
-    class_links.clear();
-    for (uint32_t l : path) class_links.push_back({l, 1.0});
-    const uint32_t c = p.AddClass(class_links);
-    class_next.resize(c + 1, kNoLink);
-    (last == kNoLink ? it->second : class_next[last]) = c;
-    return c;
+    return link_class[l];
   };
   for (size_t i = 0; i < nd; ++i) {
     const FlowDemand& d = demands[i];
@@ -187,7 +177,7 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       links.push_back({pk.front(), 1.0});
       links.push_back({pk.back(), 1.0});
       path_terms.clear();
-      if (pk.size() > 2) path_terms.push_back({PathClass(pk.subspan(1, pk.size() - 2)), 1.0});
+      for (size_t h = 1; h + 1 < pk.size(); ++h) path_terms.push_back({LinkClass(pk[h]), 1.0});
       p.AddAggregate(static_cast<double>(e - k), units::BitsFromBytes(d.bytes), links, path_terms);
       sc.agg_demand.push_back(static_cast<uint32_t>(i));
       sc.demand_hops[i] = std::max<uint16_t>(sc.demand_hops[i], static_cast<uint16_t>(pk.size()));
