@@ -642,58 +642,57 @@ class IncrementalEvents {
 // max(scale / share_m) * c_m into the class. Taken over the first and the
 // last private link (source and destination NICs), whichever is smaller.
 std::vector<double> ClassRateBounds(const FluidProblem& p) {
-  const size_t nc = p.class_count(), na = p.aggregate_count();
-  std::vector<double> bound(nc, 0.0);
+  const size_t nc = p.class_count(), na = p.aggregate_count(), nl = p.capacity_bps.size();
+  std::vector<double> bound(nc, 0.0), side(nc, 0.0), best(nc, 0.0);
   std::vector<uint8_t> unbounded(nc, 0);
-  // The terms grouped by class (a counting sort, in aggregate order), then
-  // per class the distinct cover links with their largest ratio, summed in
-  // ascending link order: linear in the terms, no sort of all of them.
-  std::vector<uint32_t> off(nc + 1, 0);
   for (size_t a = 0; a < na; ++a) {
-    if (p.private_offsets[a] == p.private_offsets[a + 1]) continue;
-    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) ++off[p.terms[k].cls + 1];
+    if (p.private_offsets[a] != p.private_offsets[a + 1]) continue;
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) unbounded[p.terms[k].cls] = 1;
   }
-  for (size_t c = 0; c < nc; ++c) off[c + 1] += off[c];
-  std::vector<uint32_t> term_agg(off.back()), term_at(off.back());
-  {
-    std::vector<uint32_t> fill(off.begin(), off.end() - 1);
-    for (size_t a = 0; a < na; ++a) {
-      if (p.private_offsets[a] == p.private_offsets[a + 1]) {
-        for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) unbounded[p.terms[k].cls] = 1;
-        continue;
-      }
-      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-        const uint32_t at = fill[p.terms[k].cls]++;
-        term_agg[at] = static_cast<uint32_t>(a);
-        term_at[at] = k;
-      }
-    }
-  }
-  const size_t nl = p.capacity_bps.size();
-  std::vector<uint32_t> stamp(nl, UINT32_MAX);
-  std::vector<double> best(nl, 0.0);
-  std::vector<uint32_t> seen;
+  // Per side: the aggregates grouped by cover link (a counting sort), then
+  // for each cover link in ascending order the classes its aggregates reach
+  // with their largest ratio. Linear in the terms, and each class's bound
+  // sums its cover links in ascending order, as a sort by (class, link)
+  // would.
+  std::vector<uint32_t> off(nl + 1), by_cover(na), stamp(nc), reached;
   for (int s = 0; s < 2; ++s) {
-    for (size_t c = 0; c < nc; ++c) {
-      seen.clear();
-      for (uint32_t e = off[c]; e < off[c + 1]; ++e) {
-        const uint32_t a = term_agg[e];
-        const LinkShare& cover = s == 0 ? p.private_links[p.private_offsets[a]] : p.private_links[p.private_offsets[a + 1] - 1];
-        const double ratio = p.terms[term_at[e]].scale / cover.share;
-        if (stamp[cover.link] != c) {
-          stamp[cover.link] = static_cast<uint32_t>(c);
-          best[cover.link] = ratio;
-          seen.push_back(cover.link);
-        } else {
-          best[cover.link] = std::max(best[cover.link], ratio);
-        }
+    auto cover_of = [&](size_t a) -> const LinkShare& {
+      return s == 0 ? p.private_links[p.private_offsets[a]] : p.private_links[p.private_offsets[a + 1] - 1];
+    };
+    std::fill(off.begin(), off.end(), 0);
+    for (size_t a = 0; a < na; ++a) {
+      if (p.private_offsets[a] != p.private_offsets[a + 1]) ++off[cover_of(a).link + 1];
+    }
+    for (size_t l = 0; l < nl; ++l) off[l + 1] += off[l];
+    {
+      std::vector<uint32_t> fill(off.begin(), off.end() - 1);
+      for (size_t a = 0; a < na; ++a) {
+        if (p.private_offsets[a] != p.private_offsets[a + 1]) by_cover[fill[cover_of(a).link]++] = static_cast<uint32_t>(a);
       }
-      std::sort(seen.begin(), seen.end());
-      double side = 0;
-      for (uint32_t l : seen) side += best[l] * p.capacity_bps[l];
-      bound[c] = s == 0 ? side : std::min(bound[c], side);
     }
     std::fill(stamp.begin(), stamp.end(), UINT32_MAX);
+    std::fill(side.begin(), side.end(), 0.0);
+    for (uint32_t m = 0; m < nl; ++m) {
+      if (off[m] == off[m + 1]) continue;
+      reached.clear();
+      for (uint32_t e = off[m]; e < off[m + 1]; ++e) {
+        const uint32_t a = by_cover[e];
+        const double share = cover_of(a).share;
+        for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+          const uint32_t c = p.terms[k].cls;
+          const double ratio = p.terms[k].scale / share;
+          if (stamp[c] != m) {
+            stamp[c] = m;
+            best[c] = ratio;
+            reached.push_back(c);
+          } else {
+            best[c] = std::max(best[c], ratio);
+          }
+        }
+      }
+      for (uint32_t c : reached) side[c] += best[c] * p.capacity_bps[m];
+    }
+    for (size_t c = 0; c < nc; ++c) bound[c] = s == 0 ? side[c] : std::min(bound[c], side[c]);
   }
   for (size_t c = 0; c < nc; ++c) {
     if (unbounded[c]) bound[c] = kInf;
