@@ -782,7 +782,9 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   LocalProblem lp;
   WaterFiller filler;
   IncrementalEvents incremental;
-  std::vector<uint32_t> link_local(nl, UINT32_MAX), class_local(nc, UINT32_MAX);
+  std::vector<uint32_t> link_local(nl, UINT32_MAX), class_local(nc, UINT32_MAX), classes_used;
+  constexpr uint32_t kSingle = UINT32_MAX - 1;  // class_local: flattened into private links
+  std::vector<LinkShare> class_single(nc);      // its one tight link (local id) and share
   std::vector<uint8_t> active;
   std::vector<double> rate, remaining;
   std::vector<uint32_t> bottleneck;
@@ -821,33 +823,65 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
       }
       return link_local[l];
     };
-    std::vector<uint32_t> classes_used;
+    // Local link ids in the order of first use (private links, then class
+    // links), as ties between links saturating together are broken by id.
+    classes_used.clear();
     for (const uint32_t* it = mb; it != me; ++it) {
-      uint32_t a = *it;
-      lp.aggs.push_back(a);
-      lp.weight.push_back(p.weight[a]);
-      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
-        lp.priv.push_back({local_link(p.private_links[k].link), p.private_links[k].share});
-      }
-      lp.priv_off.push_back(static_cast<uint32_t>(lp.priv.size()));
+      const uint32_t a = *it;
+      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) local_link(p.private_links[k].link);
       for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-        uint32_t c = p.terms[k].cls;
-        if (!class_tight[c]) continue;
-        if (class_local[c] == UINT32_MAX) {
-          class_local[c] = static_cast<uint32_t>(classes_used.size());
+        const uint32_t c = p.terms[k].cls;
+        if (class_tight[c] && class_local[c] == UINT32_MAX) {
+          class_local[c] = 0;
           classes_used.push_back(c);
         }
-        lp.terms.push_back({class_local[c], p.terms[k].scale});
       }
-      lp.term_off.push_back(static_cast<uint32_t>(lp.terms.size()));
     }
+    // A class with one tight link is, for the solve, a private link of each
+    // aggregate on it (share scale x share): no class bookkeeping in the
+    // fills (every class of the hash modes is one fabric link).
+    uint32_t multi = 0;
     for (uint32_t c : classes_used) {
+      uint32_t tight_links = 0, only = 0;
+      double only_share = 0;
+      for (const LinkShare& ls : p.classes[c]) {
+        if (!tight[ls.link]) continue;
+        only = local_link(ls.link);
+        only_share = ls.share;
+        ++tight_links;
+      }
+      if (tight_links == 1) {
+        class_local[c] = kSingle;
+        class_single[c] = {only, only_share};
+        continue;
+      }
+      class_local[c] = multi++;
       for (const LinkShare& ls : p.classes[c]) {
         if (tight[ls.link]) lp.class_links.push_back({local_link(ls.link), ls.share});
       }
       lp.class_off.push_back(static_cast<uint32_t>(lp.class_links.size()));
-      class_local[c] = UINT32_MAX;
     }
+    for (const uint32_t* it = mb; it != me; ++it) {
+      const uint32_t a = *it;
+      lp.aggs.push_back(a);
+      lp.weight.push_back(p.weight[a]);
+      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
+        lp.priv.push_back({link_local[p.private_links[k].link], p.private_links[k].share});
+      }
+      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+        const uint32_t c = p.terms[k].cls;
+        if (class_tight[c] && class_local[c] == kSingle) {
+          lp.priv.push_back({class_single[c].link, p.terms[k].scale * class_single[c].share});
+        }
+      }
+      lp.priv_off.push_back(static_cast<uint32_t>(lp.priv.size()));
+      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+        const uint32_t c = p.terms[k].cls;
+        if (class_tight[c] && class_local[c] != kSingle) lp.terms.push_back({class_local[c], p.terms[k].scale});
+      }
+      lp.term_off.push_back(static_cast<uint32_t>(lp.terms.size()));
+    }
+    for (uint32_t c : classes_used) class_local[c] = UINT32_MAX;
     for (uint32_t l : lp.links) link_local[l] = UINT32_MAX;
     lp.BuildReverse();
 
