@@ -80,7 +80,6 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   };
   std::vector<PairChoice> pairs;
   std::vector<LinkShare> links;
-  std::vector<ClassTerm> path_terms;
   // One class per directed fabric link, made when a path first crosses
   // it: a hashed path's fabric part is one term per link, so routing needs
   // no table of distinct paths (millions of them, one lookup per aggregate,
@@ -173,12 +172,14 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       // NIC links private; the fabric part is a class shared by every flow
       // hashed onto the same path, so the solver can tell links that can
       // never saturate (and split the fabric into independent components).
-      links.clear();
-      links.push_back({pk.front(), 1.0});
-      links.push_back({pk.back(), 1.0});
-      path_terms.clear();
-      for (size_t h = 1; h + 1 < pk.size(); ++h) path_terms.push_back({LinkClass(pk[h]), 1.0});
-      p.AddAggregate(static_cast<double>(e - k), units::BitsFromBytes(d.bytes), links, path_terms);
+      // (AddAggregate, written out: no temporary lists, millions of times.)
+      p.weight.push_back(static_cast<double>(e - k));
+      p.bits.push_back(units::BitsFromBytes(d.bytes));
+      p.private_links.push_back({pk.front(), 1.0});
+      p.private_links.push_back({pk.back(), 1.0});
+      p.private_offsets.push_back(static_cast<uint32_t>(p.private_links.size()));
+      for (size_t h = 1; h + 1 < pk.size(); ++h) p.terms.push_back({LinkClass(pk[h]), 1.0});
+      p.term_offsets.push_back(static_cast<uint32_t>(p.terms.size()));
       sc.agg_demand.push_back(static_cast<uint32_t>(i));
       sc.demand_hops[i] = std::max<uint16_t>(sc.demand_hops[i], static_cast<uint16_t>(pk.size()));
       k = e;

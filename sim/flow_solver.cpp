@@ -837,6 +837,19 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
         }
       }
     }
+    {
+      size_t priv = 0, terms = 0;
+      for (const uint32_t* it = mb; it != me; ++it) {
+        priv += p.private_offsets[*it + 1] - p.private_offsets[*it];
+        terms += p.term_offsets[*it + 1] - p.term_offsets[*it];
+      }
+      const size_t n = static_cast<size_t>(me - mb);
+      lp.aggs.reserve(n);
+      lp.weight.reserve(n);
+      lp.priv_off.reserve(n + 1);
+      lp.term_off.reserve(n + 1);
+      lp.priv.reserve(priv + terms);  // most terms flatten into private links
+    }
     // A class with one tight link is, for the solve, a private link of each
     // aggregate on it (share scale x share): no class bookkeeping in the
     // fills (every class of the hash modes is one fabric link).
