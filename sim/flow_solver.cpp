@@ -620,7 +620,7 @@ class IncrementalEvents {
   std::vector<uint32_t> order_;  // active aggregates, rates ascending
   std::vector<Finish> initial_;  // t = 0 predictions, earliest first, consumed from cursor_
   size_t cursor_ = 0;
-  std::vector<Finish> heap_;  // re-predictions (std heap)
+  std::vector<Finish> heap_;   // re-predictions (std heap)
   std::vector<double> usage_;  // per local link: load of every active aggregate at its rate
   std::vector<uint32_t> finished_, refill_;
   // Re-fill scratch.
@@ -667,7 +667,8 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
     {
       std::vector<uint32_t> fill(off.begin(), off.end() - 1);
       for (size_t a = 0; a < na; ++a) {
-        if (p.private_offsets[a] != p.private_offsets[a + 1]) by_cover[fill[cover_of(a).link]++] = static_cast<uint32_t>(a);
+        if (p.private_offsets[a] != p.private_offsets[a + 1])
+          by_cover[fill[cover_of(a).link]++] = static_cast<uint32_t>(a);
       }
     }
     std::fill(stamp.begin(), stamp.end(), UINT32_MAX);
