@@ -28,12 +28,32 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   sc.demand_seed_free.assign(nd, 0);
   sc.job_connected.assign(snapshot->jobs->size(), 1);
 
-  // Candidate next hops of `node` in a class's DAG (links sorted by from).
-  auto out_links = [](const RouteTable& table, const RouteTable::Class& c, uint32_t node) {
+  // Candidate next hops of `node` in a class's DAG (links sorted by from):
+  // per class, its distinct `from` nodes and where their links start, made
+  // on first use, so a hop searches a few hundred nodes, not thousands of
+  // links.
+  struct NodeIndex {
+    std::vector<uint32_t> nodes, begin;  // begin: one more than nodes; empty until made
+  };
+  std::vector<NodeIndex> own_index(sc.table.classes.size());
+  std::vector<NodeIndex> base_index(resilient ? base->table.classes.size() : 0);
+  auto out_links = [](const RouteTable& table, std::vector<NodeIndex>& cache, const RouteTable::Class& c,
+                      uint32_t node) {
+    NodeIndex& ni = cache[static_cast<size_t>(&c - table.classes.data())];
     auto all = table.LinksOf(c);
-    auto lo = std::lower_bound(all.begin(), all.end(), node, [](const ClassLink& l, uint32_t n) { return l.from < n; });
-    auto hi = std::upper_bound(lo, all.end(), node, [](uint32_t n, const ClassLink& l) { return n < l.from; });
-    return std::span<const ClassLink>(&*lo, static_cast<size_t>(hi - lo));
+    if (ni.begin.empty()) {
+      for (uint32_t k = 0; k < all.size(); ++k) {
+        if (k == 0 || all[k].from != all[k - 1].from) {
+          ni.nodes.push_back(all[k].from);
+          ni.begin.push_back(k);
+        }
+      }
+      ni.begin.push_back(static_cast<uint32_t>(all.size()));
+    }
+    auto it = std::lower_bound(ni.nodes.begin(), ni.nodes.end(), node);
+    if (it == ni.nodes.end() || *it != node) return std::span<const ClassLink>();
+    const size_t k = static_cast<size_t>(it - ni.nodes.begin());
+    return all.subspan(ni.begin[k], ni.begin[k + 1] - ni.begin[k]);
   };
   // Per-hop hashing along a class DAG from `from` to `to`. Resilient: keep
   // the baseline choice at a hop while it is still a next hop.
@@ -41,13 +61,13 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
                   uint64_t flow_hash, std::vector<uint32_t>& path) {
     uint32_t node = from;
     for (int guard = 0; node != to && guard < 64; ++guard) {
-      auto cand = out_links(sc.table, c, node);
+      auto cand = out_links(sc.table, own_index, c, node);
       if (cand.empty()) break;
       const uint64_t h = Mix(flow_hash ^ (static_cast<uint64_t>(node) * 0x9E3779B97F4A7C15ull));
       const ClassLink* pick = &cand[h % cand.size()];
       // A route the drain left alone is the baseline's (same span): same pick.
       if (resilient && bc != nullptr && bc->links.data() != c.links.data()) {
-        auto bcand = out_links(base->table, *bc, node);
+        auto bcand = out_links(base->table, base_index, *bc, node);
         if (!bcand.empty()) {
           const ClassLink& was = bcand[h % bcand.size()];
           auto it =
