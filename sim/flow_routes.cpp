@@ -99,6 +99,7 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
       c.hops = static_cast<uint16_t>(nic_class ? r.hops - 2 : r.hops);
       auto& links = table.own_links.emplace_back();
       auto& shares = table.own_shares.emplace_back();
+      links.reserve(ws.links().size());
       for (const DagLink& l : ws.links()) {
         if (nic_class && (index.is_host(NodeId(l.from)) || index.is_host(NodeId(l.to)))) continue;
         links.push_back({l.from, l.to, l.directed, l.hop_share, l.path_share});
@@ -109,6 +110,7 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
         });
       }
       for (const ClassLink& l : links) {
+        if (sort_by_from) break;  // hash modes walk the links; no shares
         const double share = per_path ? l.path_share : l.hop_share;
         if (share > 0) shares.push_back({l.directed, share});
       }

@@ -114,7 +114,8 @@ bool ClassTouchesDrain(const RouteTable::Class& c, const model::DrainMask& mask)
 // that no element of `mask` touches are borrowed (same route; clean), the
 // rest routed under `mask`, one PathTree per destination. With `same_mask`,
 // `baseline` is a table computed under `mask` itself (another seed's): its
-// routes are borrowed as they are, clean or not.
+// routes are borrowed as they are, clean or not. With `sort_by_from` (hash
+// modes) links are sorted by (from, directed) and no shares are kept.
 void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline, bool same_mask,
                     bool per_path, bool sort_by_from, RouteTable& table);
 
