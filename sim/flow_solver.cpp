@@ -53,6 +53,9 @@ class ReusableHeap {
     v_.pop_back();
   }
   void clear() { v_.clear(); }
+  // Bulk load: Append() any number, then Build() once (linear, not n log n).
+  void Append(const T& x) { v_.push_back(x); }
+  void Build() { std::make_heap(v_.begin(), v_.end()); }
 
  private:
   std::vector<T> v_;
@@ -509,8 +512,9 @@ class IncrementalEvents {
 
     heap_links_.clear();  // keeps its storage across batches
     for (uint32_t l : links_) {
-      if (count_[l] > 0 && slope_[l] > 0) heap_links_.push({(p.capacity[l] - used_[l]) / slope_[l], l});
+      if (count_[l] > 0 && slope_[l] > 0) heap_links_.Append({(p.capacity[l] - used_[l]) / slope_[l], l});
     }
+    heap_links_.Build();
     double level = r_min;
     while (!heap_links_.empty()) {
       const LinkEntry e = heap_links_.top();
