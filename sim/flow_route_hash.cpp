@@ -6,6 +6,7 @@
 
 #include "model/units.h"
 #include "sim/flow_sim_state.h"
+#include "sim/huge_pages.h"
 
 namespace drainwise::sim {
 
@@ -86,13 +87,13 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   // term per fabric link: reserved once (pages never touched stay free),
   // so millions of aggregates cost no reallocation and copy.
   const size_t max_aggs = std::max<size_t>(nd, workload.rank_flows);
-  p.weight.reserve(max_aggs);
-  p.bits.reserve(max_aggs);
-  p.private_offsets.reserve(max_aggs + 1);
-  p.term_offsets.reserve(max_aggs + 1);
-  p.private_links.reserve(2 * max_aggs);
-  p.terms.reserve(4 * max_aggs);
-  sc.agg_demand.reserve(max_aggs);
+  ReserveHuge(p.weight, max_aggs);
+  ReserveHuge(p.bits, max_aggs);
+  ReserveHuge(p.private_offsets, max_aggs + 1);
+  ReserveHuge(p.term_offsets, max_aggs + 1);
+  ReserveHuge(p.private_links, 2 * max_aggs);
+  ReserveHuge(p.terms, 4 * max_aggs);
+  ReserveHuge(sc.agg_demand, max_aggs);
   std::vector<uint32_t> flat, off, order;
   struct PairChoice {
     int16_t s, t;

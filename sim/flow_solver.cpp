@@ -5,6 +5,8 @@
 #include <numeric>
 #include <queue>
 
+#include "sim/huge_pages.h"
+
 namespace drainwise::sim {
 
 uint32_t FluidProblem::AddClass(std::span<const LinkShare> links) {
@@ -63,7 +65,10 @@ class ReusableHeap {
 
 class UnionFind {
  public:
-  explicit UnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0u); }
+  explicit UnionFind(size_t n) {
+    AssignHuge(parent_, n, 0u);
+    std::iota(parent_.begin(), parent_.end(), 0u);
+  }
   uint32_t Find(uint32_t x) {
     while (parent_[x] != x) {
       parent_[x] = parent_[parent_[x]];
@@ -118,7 +123,7 @@ struct LocalProblem {
       for (uint32_t k = off[f]; k < off[f + 1]; ++k) ++rev_off[target_of(k) + 1];
     }
     for (size_t i = 0; i < n; ++i) rev_off[i + 1] += rev_off[i];
-    rev.resize(rev_off.back());
+    AssignHuge(rev, rev_off.back(), 0u);
     std::vector<uint32_t> fill(rev_off.begin(), rev_off.end() - 1);
     for (size_t f = 0; f < from_count; ++f) {
       for (uint32_t k = off[f]; k < off[f + 1]; ++k) rev[fill[target_of(k)]++] = static_cast<uint32_t>(f);
@@ -278,12 +283,12 @@ class IncrementalEvents {
   Status Run(const LocalProblem& p, const std::vector<double>& bits, WaterFiller& filler, FluidSolution& sol,
              std::stop_token stop) {
     const size_t n = p.aggs.size(), nl = p.links.size(), nc = p.class_off.size() - 1;
-    active_.assign(n, 0);
-    rate_.assign(n, 0.0);
-    bottleneck_.assign(n, kNoLink);
-    remaining_.assign(n, 0.0);
-    since_.assign(n, 0.0);
-    version_.assign(n, 0);
+    AssignHuge(active_, n, 0);
+    AssignHuge(rate_, n, 0.0);
+    AssignHuge(bottleneck_, n, kNoLink);
+    AssignHuge(remaining_, n, 0.0);
+    AssignHuge(since_, n, 0.0);
+    AssignHuge(version_, n, 0);
     order_.clear();
     for (size_t i = 0; i < n; ++i) {
       remaining_[i] = bits[p.aggs[i]];
@@ -324,7 +329,7 @@ class IncrementalEvents {
     // Scratch of the re-fills, stamped per batch.
     link_stamp_.assign(nl, 0);
     class_stamp_.assign(nc, 0);
-    agg_stamp_.assign(n, 0);
+    AssignHuge(agg_stamp_, n, 0u);
     slope_.assign(nl, 0.0);
     used_.assign(nl, 0.0);
     count_.assign(nl, 0);
@@ -658,7 +663,8 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
   // with their largest ratio. Linear in the terms, and each class's bound
   // sums its cover links in ascending order, as a sort by (class, link)
   // would.
-  std::vector<uint32_t> off(nl + 1), by_cover(na), stamp(nc), reached;
+  std::vector<uint32_t> off(nl + 1), by_cover, stamp(nc), reached;
+  AssignHuge(by_cover, na, 0u);
   for (int s = 0; s < 2; ++s) {
     auto cover_of = [&](size_t a) -> const LinkShare& {
       return s == 0 ? p.private_links[p.private_offsets[a]] : p.private_links[p.private_offsets[a + 1] - 1];
@@ -711,11 +717,11 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
                                  const FluidOptions& options) {
   const size_t na = p.aggregate_count(), nc = p.class_count(), nl = p.capacity_bps.size();
   FluidSolution sol;
-  sol.finish_s.assign(na, 0.0);
-  sol.rate0_bps.assign(na, 0.0);
-  sol.bottleneck0.assign(na, kNoLink);
+  AssignHuge(sol.finish_s, na, 0.0);
+  AssignHuge(sol.rate0_bps, na, 0.0);
+  AssignHuge(sol.bottleneck0, na, kNoLink);
   sol.load0_bps.assign(nl, 0.0);
-  sol.component.assign(na, 0);
+  AssignHuge(sol.component, na, 0u);
 
   // 1. Tight links: private links always; class links whose bounded load can
   //    exceed their capacity.
@@ -762,7 +768,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   }
   // Dense component ids in order of first aggregate; members grouped.
   std::vector<uint32_t> comp_of_root;  // indexed by root id, lazily sized
-  comp_of_root.assign(na + nc + nl, UINT32_MAX);
+  AssignHuge(comp_of_root, na + nc + nl, UINT32_MAX);
   for (uint32_t a = 0; a < na; ++a) {
     uint32_t r = uf.Find(a);
     if (comp_of_root[r] == UINT32_MAX) {
@@ -777,7 +783,8 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   const size_t ncomp = sol.component_size.size();
   std::vector<uint32_t> comp_off(ncomp + 1, 0);
   for (size_t c = 0; c < ncomp; ++c) comp_off[c + 1] = comp_off[c] + sol.component_size[c];
-  std::vector<uint32_t> members(na);
+  std::vector<uint32_t> members;
+  AssignHuge(members, na, 0u);
   {
     std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
     for (uint32_t a = 0; a < na; ++a) members[fill[sol.component[a]]++] = a;
@@ -849,11 +856,11 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
         terms += p.term_offsets[*it + 1] - p.term_offsets[*it];
       }
       const size_t n = static_cast<size_t>(me - mb);
-      lp.aggs.reserve(n);
-      lp.weight.reserve(n);
-      lp.priv_off.reserve(n + 1);
-      lp.term_off.reserve(n + 1);
-      lp.priv.reserve(priv + terms);  // most terms flatten into private links
+      ReserveHuge(lp.aggs, n);
+      ReserveHuge(lp.weight, n);
+      ReserveHuge(lp.priv_off, n + 1);
+      ReserveHuge(lp.term_off, n + 1);
+      ReserveHuge(lp.priv, priv + terms);  // most terms flatten into private links
     }
     // A class with one tight link is, for the solve, a private link of each
     // aggregate on it (share scale x share): no class bookkeeping in the
