@@ -63,6 +63,43 @@ class ReusableHeap {
   std::vector<T> v_;
 };
 
+// A min-queue (by T's operator<, as std::priority_queue: x < y when x comes
+// later) for a batch known up front plus a few late pushes: the batch is
+// sorted once and consumed from a cursor, late pushes go to a heap. Pops
+// come in the heap's order; a sort costs far less than as many heap pops.
+template <class T>
+class SortedQueue {
+ public:
+  void clear() {
+    sorted_.clear();
+    cursor_ = 0;
+    late_.clear();
+  }
+  void Append(const T& x) { sorted_.push_back(x); }
+  void Build() {
+    std::sort(sorted_.begin(), sorted_.end(), [](const T& x, const T& y) { return y < x; });
+  }
+  bool empty() const { return cursor_ == sorted_.size() && late_.empty(); }
+  const T& top() const { return FromSorted() ? sorted_[cursor_] : late_.top(); }
+  void pop() {
+    if (FromSorted()) {
+      ++cursor_;
+    } else {
+      late_.pop();
+    }
+  }
+  void push(const T& x) { late_.push(x); }
+
+ private:
+  bool FromSorted() const {
+    if (cursor_ == sorted_.size()) return false;
+    return late_.empty() || !(sorted_[cursor_] < late_.top());
+  }
+  std::vector<T> sorted_;
+  size_t cursor_ = 0;
+  ReusableHeap<T> late_;
+};
+
 class UnionFind {
  public:
   explicit UnionFind(size_t n) {
@@ -318,6 +355,7 @@ class IncrementalEvents {
     // The t = 0 predictions, sorted once: most aggregates are never
     // re-predicted, and a sort is far cheaper than as many heap pops.
     heap_.clear();
+    compact_at_ = 4096;
     initial_.clear();
     cursor_ = 0;
     for (uint32_t i : order_) {
@@ -412,6 +450,15 @@ class IncrementalEvents {
     ++version_[i];
     heap_.push_back({PredictAt(i, now), i, version_[i]});
     std::push_heap(heap_.begin(), heap_.end());
+    // Re-predictions leave stale entries (millions on large components):
+    // drop them in one pass when they outnumber the current ones, rather
+    // than popping each at log cost.
+    if (heap_.size() >= compact_at_) {
+      heap_.erase(std::remove_if(heap_.begin(), heap_.end(), [&](const Finish& f) { return !Current(f); }),
+                  heap_.end());
+      std::make_heap(heap_.begin(), heap_.end());
+      compact_at_ = std::max<size_t>(2 * heap_.size(), 4096);
+    }
   }
   bool Current(const Finish& f) const { return active_[f.agg] && f.version == version_[f.agg]; }
 
@@ -630,6 +677,7 @@ class IncrementalEvents {
   std::vector<Finish> initial_;  // t = 0 predictions, earliest first, consumed from cursor_
   size_t cursor_ = 0;
   std::vector<Finish> heap_;   // re-predictions (std heap)
+  size_t compact_at_ = 4096;   // heap_ size at which stale entries are dropped
   std::vector<double> usage_;  // per local link: load of every active aggregate at its rate
   std::vector<uint32_t> finished_, refill_;
   // Re-fill scratch.
@@ -643,7 +691,7 @@ class IncrementalEvents {
   std::vector<uint32_t> link_slot_, class_slot_;
   std::vector<uint32_t> priv_off_, priv_aggs_, cls_off_, link_cls_, member_off_, members_;
   std::vector<uint32_t> fill_a_, fill_b_, fill_c_;
-  ReusableHeap<LinkEntry> heap_links_;
+  SortedQueue<LinkEntry> heap_links_;
 };
 
 // Upper bound on the total rate of each class from the capacity of the
