@@ -82,6 +82,7 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   };
 
   FluidProblem& p = sc.problem;
+  if (from.pool != nullptr) p = from.pool->Take();  // empty, arrays kept
   p.capacity_bps = sc.capacity_bps;
   // At most one aggregate per rank-level flow, two NIC links each and a
   // term per fabric link: reserved once (pages never touched stay free),

@@ -51,12 +51,16 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   // is solved: drained runs need its routes and solution only.
   st->baseline.resize(static_cast<size_t>(seeds));
   st->baseline_outcomes.resize(static_cast<size_t>(seeds));
+  State::ProblemPool pool;
   auto keep = [&](size_t k, Scenario sc) {
     st->baseline_outcomes[k] = Summarize(*st, sc);
+    pool.Give(std::move(sc.problem));
     sc.problem = FluidProblem{};
     st->baseline[k] = std::move(sc);
   };
-  auto first = st->Run(none, {}, st->options.seed, stop);
+  State::RunFrom first_from;
+  first_from.pool = &pool;
+  auto first = st->Run(none, first_from, st->options.seed, stop);
   if (!first) return tl::unexpected(first.error());
   keep(0, std::move(*first));
   std::vector<Status> status(static_cast<size_t>(seeds));
@@ -64,6 +68,7 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
     const size_t k = i + 1;
     State::RunFrom from;
     from.reuse = &st->baseline[0];
+    from.pool = &pool;
     auto sc = st->Run(none, from, st->options.seed + k, stop);
     if (!sc) {
       status[k] = tl::unexpected(sc.error());
@@ -92,8 +97,10 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
     for (const FlowDemand& d : st.workload.demands) st.RegisterDemand(d, mask, drained_routes, src_nics, dst_nics);
     ComputeClasses(*st.index, mask, &st.baseline[0].table, false, false, true, drained_routes);
   }
+  State::ProblemPool pool;
   auto run = [&](size_t k) {
     State::RunFrom from;
+    from.pool = &pool;
     from.reuse = &st.baseline[k];
     if (st.hash()) from.routes = &drained_routes;  // same mask
     if (o.routing == FlowRouting::kHashResilient) from.previous_paths = &st.baseline[k];
@@ -114,7 +121,11 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
       return;
     }
     outcomes[k] = Summarize(st, *sc);
-    if (k == 0) d0 = std::move(*sc);
+    if (k == 0) {
+      d0 = std::move(*sc);
+    } else {
+      pool.Give(std::move(sc->problem));
+    }
   });
   for (const Status& s : status) {
     if (!s) return tl::unexpected(s.error());

@@ -9,6 +9,18 @@
 
 namespace drainwise::sim {
 
+void FluidProblem::Clear() {
+  capacity_bps.clear();
+  classes.clear();
+  owned_classes.clear();
+  weight.clear();
+  bits.clear();
+  private_offsets.assign(1, 0);
+  private_links.clear();
+  term_offsets.assign(1, 0);
+  terms.clear();
+}
+
 uint32_t FluidProblem::AddClass(std::span<const LinkShare> links) {
   constexpr size_t kChunk = 1 << 14;
   if (owned_classes.empty() || owned_classes.back().capacity() - owned_classes.back().size() < links.size()) {

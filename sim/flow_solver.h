@@ -74,6 +74,8 @@ struct FluidProblem {
 
   size_t aggregate_count() const { return weight.size(); }
   size_t class_count() const { return classes.size(); }
+  // Empties the problem, keeping the capacity of its arrays for the next.
+  void Clear();
   // Appends a class that the problem owns; returns its index.
   uint32_t AddClass(std::span<const LinkShare> links);
   // Appends an aggregate; returns its index.
