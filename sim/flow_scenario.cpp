@@ -48,11 +48,12 @@ std::vector<uint32_t> FlowSimulator::State::ReuseMap(const Scenario& base, const
     return sc.seed == base.seed || (sc.demand_seed_free[i] && base.demand_seed_free[i]);
   };
   // Aggregates are emitted in demand order in both scenarios.
+  const bool ranges = !base.demand_aggs.empty();
   size_t a = 0, b = 0;
   for (size_t i = 0; i < nd; ++i) {
-    size_t a1 = a, b1 = b;
+    size_t a1 = a, b1 = ranges ? base.demand_aggs[i + 1] : b;
     while (a1 < sc.agg_demand.size() && sc.agg_demand[a1] == i) ++a1;
-    while (b1 < base.agg_demand.size() && base.agg_demand[b1] == i) ++b1;
+    while (!ranges && b1 < base.agg_demand.size() && base.agg_demand[b1] == i) ++b1;
     if (a1 - a == b1 - b && same_job_state(i) && same_flows(i)) {
       for (size_t k = 0; k < a1 - a; ++k) out[a + k] = static_cast<uint32_t>(b + k);
     }

@@ -56,6 +56,14 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
     st->baseline_outcomes[k] = Summarize(*st, sc);
     pool.Give(std::move(sc.problem));
     sc.problem = FluidProblem{};
+    if (st->hash()) {
+      const size_t nd = st->workload.demands.size();
+      sc.demand_aggs.assign(nd + 1, 0);
+      for (uint32_t d : sc.agg_demand) ++sc.demand_aggs[d + 1];
+      for (size_t i = 0; i < nd; ++i) sc.demand_aggs[i + 1] += sc.demand_aggs[i];
+      sc.agg_demand = {};
+      if (k > 0) sc.solution.bottleneck0 = {};
+    }
     st->baseline[k] = std::move(sc);
   };
   State::RunFrom first_from;

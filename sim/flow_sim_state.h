@@ -29,7 +29,11 @@ struct Scenario {
   RouteTable table;
   FluidProblem problem;
   FluidSolution solution;
-  std::vector<uint32_t> agg_demand;   // aggregate -> demand
+  std::vector<uint32_t> agg_demand;  // aggregate -> demand (a cached hash baseline: empty, see demand_aggs)
+  // A cached hash baseline: demand i's aggregates are [demand_aggs[i],
+  // demand_aggs[i + 1]) (aggregates come in demand order); 4 B per demand
+  // instead of 4 B per aggregate.
+  std::vector<uint32_t> demand_aggs;
   std::vector<uint16_t> demand_hops;  // per demand: longest path (links); 0 when cut off
   // Per demand: its routes differ from the baseline's (another NIC, or a
   // route class the drain touches). Unchanged demands have the baseline's
@@ -77,7 +81,9 @@ struct FlowSimulator::State {
   std::vector<double> capacity_bps;  // usable: raw x goodput - background
   // One per seed (spray modes: one). Once summarised, a baseline keeps only
   // what drained runs take from it: routes, the per-demand flags and the
-  // solution; its FluidProblem is freed (ReuseMap needs no aggregate).
+  // solution; its FluidProblem is freed (ReuseMap needs no aggregate). Hash
+  // modes keep per-demand aggregate ranges instead of agg_demand, and seeds
+  // after the first no bottleneck0 (the report reads the first seed's only).
   std::vector<Scenario> baseline;
   std::vector<SeedOutcome> baseline_outcomes;  // one per seed
 

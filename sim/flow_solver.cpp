@@ -878,7 +878,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
         for (const uint32_t* it = mb; it != me; ++it) {
           sol.finish_s[*it] = prev.finish_s[idx[*it]];
           sol.rate0_bps[*it] = prev.rate0_bps[idx[*it]];
-          sol.bottleneck0[*it] = prev.bottleneck0[idx[*it]];
+          sol.bottleneck0[*it] = prev.bottleneck0.empty() ? kNoLink : prev.bottleneck0[idx[*it]];
         }
         ++sol.components_reused;
         continue;

@@ -104,6 +104,8 @@ struct FluidSolution {
 // unchanged and that form exactly one component of `previous`.
 // previous_index[a] is aggregate a's index in the previous problem when it is
 // identical there (same weight, size and route), kNoLink when it changed.
+// A previous solution may come without bottleneck0 (a cached baseline whose
+// bottlenecks no report reads): reused aggregates then get kNoLink.
 struct ReuseHint {
   const FluidSolution* previous = nullptr;
   const std::vector<uint32_t>* previous_index = nullptr;
