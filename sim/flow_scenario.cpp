@@ -81,7 +81,8 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
     // adaptive: this first solve is spray-path's, as the reused one.
     hint = {&from.reuse->SpraySolution(), &previous};
   }
-  auto sol = SolveFluid(sc.problem, stop, hint, FluidOptions{options.incremental_solver});
+  SolverScratch scratch = from.pool != nullptr ? from.pool->TakeScratch() : SolverScratch{};
+  auto sol = SolveFluid(sc.problem, stop, hint, FluidOptions{options.incremental_solver, &scratch});
   if (!sol) return tl::unexpected(sol.error());
   sc.solution = std::move(*sol);
   if (options.routing == FlowRouting::kAdaptive) {
@@ -100,11 +101,12 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
     }
     if (sc.links_penalised > 0) {
       sc.capacity_bps = sc.problem.capacity_bps;
-      auto again = SolveFluid(sc.problem, stop, {}, FluidOptions{options.incremental_solver});
+      auto again = SolveFluid(sc.problem, stop, {}, FluidOptions{options.incremental_solver, &scratch});
       if (!again) return tl::unexpected(again.error());
       sc.solution = std::move(*again);
     }
   }
+  if (from.pool != nullptr) from.pool->GiveScratch(std::move(scratch));
   return sc;
 }
 

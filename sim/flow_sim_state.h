@@ -134,10 +134,23 @@ struct FlowSimulator::State {
       std::lock_guard<std::mutex> lock(mu_);
       free_.push_back(std::move(p));
     }
+    // The solver's working arrays, likewise.
+    SolverScratch TakeScratch() {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (scratch_.empty()) return SolverScratch{};
+      SolverScratch s = std::move(scratch_.back());
+      scratch_.pop_back();
+      return s;
+    }
+    void GiveScratch(SolverScratch s) {
+      std::lock_guard<std::mutex> lock(mu_);
+      scratch_.push_back(std::move(s));
+    }
 
    private:
     std::mutex mu_;
     std::vector<FluidProblem> free_;
+    std::vector<SolverScratch> scratch_;
   };
   struct RunFrom {
     const Scenario* reuse = nullptr;

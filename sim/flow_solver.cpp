@@ -114,7 +114,8 @@ class SortedQueue {
 
 class UnionFind {
  public:
-  explicit UnionFind(size_t n) {
+  // `parent` is the storage (its capacity is kept by the caller).
+  UnionFind(std::vector<uint32_t>& parent, size_t n) : parent_(parent) {
     AssignHuge(parent_, n, 0u);
     std::iota(parent_.begin(), parent_.end(), 0u);
   }
@@ -132,7 +133,7 @@ class UnionFind {
   }
 
  private:
-  std::vector<uint32_t> parent_;
+  std::vector<uint32_t>& parent_;
 };
 
 // One component as a self-contained problem with dense local indices.
@@ -773,8 +774,22 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
 
 }  // namespace
 
+struct SolverScratch::Impl {
+  std::vector<uint32_t> parent, comp_of_root, members;
+  LocalProblem lp;
+  WaterFiller filler;
+  IncrementalEvents incremental;
+};
+SolverScratch::SolverScratch() : impl_(std::make_unique<Impl>()) {}
+SolverScratch::~SolverScratch() = default;
+SolverScratch::SolverScratch(SolverScratch&&) noexcept = default;
+SolverScratch& SolverScratch::operator=(SolverScratch&&) noexcept = default;
+
 Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, const ReuseHint& reuse,
                                  const FluidOptions& options) {
+  std::unique_ptr<SolverScratch> own;
+  if (options.scratch == nullptr) own = std::make_unique<SolverScratch>();
+  SolverScratch::Impl& work = (options.scratch != nullptr ? options.scratch : own.get())->impl();
   const size_t na = p.aggregate_count(), nc = p.class_count(), nl = p.capacity_bps.size();
   FluidSolution sol;
   AssignHuge(sol.finish_s, na, 0.0);
@@ -811,7 +826,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
 
   // 2. Components over aggregates (ids 0..na), classes (na..na+nc) and links.
-  UnionFind uf(na + nc + nl);
+  UnionFind uf(work.parent, na + nc + nl);
   for (uint32_t a = 0; a < na; ++a) {
     for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
       uf.Union(a, static_cast<uint32_t>(na + nc + p.private_links[k].link));
@@ -827,7 +842,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     }
   }
   // Dense component ids in order of first aggregate; members grouped.
-  std::vector<uint32_t> comp_of_root;  // indexed by root id, lazily sized
+  std::vector<uint32_t>& comp_of_root = work.comp_of_root;  // indexed by root id
   AssignHuge(comp_of_root, na + nc + nl, UINT32_MAX);
   for (uint32_t a = 0; a < na; ++a) {
     uint32_t r = uf.Find(a);
@@ -838,12 +853,10 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     sol.component[a] = comp_of_root[r];
     ++sol.component_size[comp_of_root[r]];
   }
-  comp_of_root.clear();
-  comp_of_root.shrink_to_fit();
   const size_t ncomp = sol.component_size.size();
   std::vector<uint32_t> comp_off(ncomp + 1, 0);
   for (size_t c = 0; c < ncomp; ++c) comp_off[c + 1] = comp_off[c] + sol.component_size[c];
-  std::vector<uint32_t> members;
+  std::vector<uint32_t>& members = work.members;
   AssignHuge(members, na, 0u);
   {
     std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
@@ -851,9 +864,9 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   }
 
   // 3. Simulate each component.
-  LocalProblem lp;
-  WaterFiller filler;
-  IncrementalEvents incremental;
+  LocalProblem& lp = work.lp;
+  WaterFiller& filler = work.filler;
+  IncrementalEvents& incremental = work.incremental;
   std::vector<uint32_t> link_local(nl, UINT32_MAX), class_local(nc, UINT32_MAX), classes_used;
   constexpr uint32_t kSingle = UINT32_MAX - 1;  // class_local: flattened into private links
   std::vector<LinkShare> class_single(nc);      // its one tight link (local id) and share

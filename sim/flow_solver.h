@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <span>
 #include <stop_token>
 #include <vector>
@@ -111,12 +112,32 @@ struct ReuseHint {
   const std::vector<uint32_t>* previous_index = nullptr;
 };
 
+// Working memory of SolveFluid that a caller may keep from one solve to the
+// next (the local copy of a component, the event state, the component
+// search): its arrays keep their capacity, so consecutive solves (the hash
+// seeds) write into pages already faulted in. One solve at a time.
+class SolverScratch {
+ public:
+  SolverScratch();
+  ~SolverScratch();
+  SolverScratch(SolverScratch&&) noexcept;
+  SolverScratch& operator=(SolverScratch&&) noexcept;
+
+  struct Impl;  // flow_solver.cpp
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 struct FluidOptions {
   // true: after each batch of completions, re-fill only the aggregates whose
   // rate can change (those at or above the lowest rate that finished; see
   // flow_solver.cpp). false: re-fill the whole component at every batch,
   // the previous solver, kept as the reference of the exactness tests.
   bool incremental = true;
+  // Where SolveFluid's working arrays live; null: its own, freed on return.
+  SolverScratch* scratch = nullptr;
 };
 
 Result<FluidSolution> SolveFluid(const FluidProblem& problem, std::stop_token stop = {}, const ReuseHint& reuse = {},
