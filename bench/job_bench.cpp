@@ -8,6 +8,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/job_loops.h"
 #include "bench/preset.h"
 #include "fabric/generator.h"
 #include "model/snapshot.h"
@@ -34,23 +35,9 @@ const Fixture& Get32k() {
   return f;
 }
 
-// The switch named `name` drained alone.
-model::Drain DrainOf(const model::Topology& t, const char* name) { return model::Drain{{*t.FindNode(name)}, {}}; }
-
 void Assess(benchmark::State& state, const char* sw) {
   const Fixture& f = Get32k();
-  model::Drain drain = DrainOf(*f.snapshot->topology, sw);
-  sim::JobSimWorkspace ws;
-  int affected = 0;
-  int64_t routes = 0;
-  for (auto _ : state) {
-    auto a = sim::AssessJobs(*f.index, drain, ws);
-    affected = a->jobs_affected;
-    routes = a->pair_routes;
-    benchmark::DoNotOptimize(a);
-  }
-  state.counters["jobs_affected"] = affected;
-  state.counters["pair_routes"] = static_cast<double>(routes);
+  bench::AssessLoop(state, *f.index, bench::SwitchDrain(*f.snapshot->topology, sw));
   state.counters["index_build_ms"] = f.index_ms;
 }
 
@@ -76,28 +63,7 @@ void BM_IndexBuild(benchmark::State& state) {
 void BM_SweepAllSwitches(benchmark::State& state) {
   const Fixture& f = Get32k();
   const model::Topology& t = *f.snapshot->topology;
-  const int threads = static_cast<int>(state.range(0));
-  std::vector<std::vector<model::NodeId>> parts(threads);
-  for (size_t i = 0; i < t.switches().size(); ++i) parts[i % threads].push_back(t.switches()[i]);
-  size_t candidates = 0;
-  for (auto _ : state) {
-    std::vector<std::vector<sim::DrainCandidate>> results(threads);
-    std::vector<std::thread> pool;
-    for (int k = 0; k < threads; ++k) {
-      pool.emplace_back([&, k] {
-        sim::JobSimWorkspace ws;
-        auto r = sim::SweepDrainCandidates(*f.index, parts[k], ws);
-        if (r) results[k] = std::move(*r);
-      });
-    }
-    for (auto& th : pool) th.join();
-    std::vector<sim::DrainCandidate> all;
-    for (auto& r : results) all.insert(all.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
-    sim::RankCandidates(t, all);
-    candidates = all.size();
-    benchmark::DoNotOptimize(all);
-  }
-  state.counters["candidates"] = static_cast<double>(candidates);
+  bench::SweepLoop(state, *f.index, t, {t.switches().begin(), t.switches().end()}, static_cast<int>(state.range(0)));
 }
 
 BENCHMARK(BM_AssessSingleSpine)->Unit(benchmark::kMillisecond);

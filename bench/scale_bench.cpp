@@ -10,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/job_loops.h"
 #include "bench/preset.h"
 #include "fabric/generator.h"
 #include "model/snapshot.h"
@@ -40,8 +41,6 @@ const JobFixture& Index128k() {
   return f;
 }
 
-model::Drain DrainOf(const model::Topology& t, const char* name) { return model::Drain{{*t.FindNode(name)}, {}}; }
-
 // GenerateFabric + GenerateJobs + BuildTopology + ResolveJobs + MakeSnapshot.
 void BM_128k_Generate(benchmark::State& state) {
   size_t links = 0, jobs = 0;
@@ -57,18 +56,7 @@ void BM_128k_Generate(benchmark::State& state) {
 
 void JobLevel(benchmark::State& state, const char* sw) {
   const JobFixture& f = Index128k();
-  model::Drain drain = DrainOf(*Snapshot128k()->topology, sw);
-  sim::JobSimWorkspace ws;
-  int affected = 0;
-  int64_t routes = 0;
-  for (auto _ : state) {
-    auto a = sim::AssessJobs(*f.index, drain, ws);
-    affected = a->jobs_affected;
-    routes = a->pair_routes;
-    benchmark::DoNotOptimize(a);
-  }
-  state.counters["jobs_affected"] = affected;
-  state.counters["pair_routes"] = static_cast<double>(routes);
+  bench::AssessLoop(state, *f.index, bench::SwitchDrain(*Snapshot128k()->topology, sw));
   state.counters["index_build_s"] = f.index_s;
 }
 void BM_128k_JobLevel_Spine(benchmark::State& s) { JobLevel(s, "p0-spine0"); }
@@ -81,35 +69,13 @@ void BM_128k_JobLevel_Superspine(benchmark::State& s) { JobLevel(s, "ss0-0"); }
 void BM_128k_SweepSpines(benchmark::State& state) {
   const JobFixture& f = Index128k();
   const model::Topology& t = *Snapshot128k()->topology;
-  const int threads = static_cast<int>(state.range(0));
-  std::vector<model::NodeId> spines = sim::SwitchesOfTier(t, "spine");
-  std::vector<std::vector<model::NodeId>> parts(threads);
-  for (size_t i = 0; i < spines.size(); ++i) parts[i % threads].push_back(spines[i]);
-  size_t candidates = 0;
-  for (auto _ : state) {
-    std::vector<std::vector<sim::DrainCandidate>> results(threads);
-    std::vector<std::thread> pool;
-    for (int k = 0; k < threads; ++k) {
-      pool.emplace_back([&, k] {
-        sim::JobSimWorkspace ws;
-        auto r = sim::SweepDrainCandidates(*f.index, parts[k], ws);
-        if (r) results[k] = std::move(*r);
-      });
-    }
-    for (auto& th : pool) th.join();
-    std::vector<sim::DrainCandidate> all;
-    for (auto& r : results) all.insert(all.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
-    sim::RankCandidates(t, all);
-    candidates = all.size();
-    benchmark::DoNotOptimize(all);
-  }
-  state.counters["candidates"] = static_cast<double>(candidates);
+  bench::SweepLoop(state, *f.index, t, sim::SwitchesOfTier(t, "spine"), static_cast<int>(state.range(0)));
   state.counters["index_build_s"] = f.index_s;
 }
 
 void Flow(benchmark::State& state, sim::FlowRouting routing) {
   const model::SnapshotPtr& snap = Snapshot128k();
-  model::Drain drain = DrainOf(*snap->topology, "p0-spine0");
+  model::Drain drain = bench::SwitchDrain(*snap->topology, "p0-spine0");
   sim::FlowOptions o;
   o.routing = routing;
   sim::FlowReport last;

@@ -183,14 +183,8 @@ Result<std::vector<HealthSample>> HealthSamplesFromGnmicEvents(std::string_view 
 
 Result<std::vector<RangeSeries>> ParsePrometheusRange(const json& doc) {
   return internal::Guard("prometheus query_range", [&] {
-    codec::ObjectReader top(doc, "");
-    std::string status = top.String("status");
-    if (status != "success") {
-      throw codec::FieldError("status", fmt::format("'{}': {}", status, top.StringOr("error", "")));
-    }
-    codec::ObjectReader data(top.Raw("data"), "data");
-    std::string type = data.String("resultType");
-    if (type != "matrix") throw codec::FieldError("data.resultType", fmt::format("'{}' (expected matrix)", type));
+    const json& data_doc = internal::PrometheusData(doc, "matrix");
+    codec::ObjectReader data(data_doc, "data");
     std::vector<RangeSeries> out;
     for (const auto& r : data.Objects("result")) {
       RangeSeries s;

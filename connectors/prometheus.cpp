@@ -157,16 +157,9 @@ Result<std::vector<PromSample>> ParsePrometheusText(std::string_view text) {
 
 Result<std::vector<PromSample>> ParsePrometheusQuery(const json& doc) {
   return internal::Guard("prometheus query", [&] {
-    codec::ObjectReader top(doc, "");
-    std::string status = top.String("status");
-    if (status != "success") {
-      throw codec::FieldError("status", fmt::format("'{}': {}", status, top.StringOr("error", "")));
-    }
-    codec::ObjectReader data(top.Raw("data"), "data");
-    std::string type = data.String("resultType");
-    if (type != "vector" && type != "matrix") {
-      throw codec::FieldError("data.resultType", fmt::format("'{}' (expected vector or matrix)", type));
-    }
+    const json& data_doc = internal::PrometheusData(doc, "vector", "matrix");
+    codec::ObjectReader data(data_doc, "data");
+    const std::string type = data.String("resultType");
     std::vector<PromSample> out;
     for (const auto& r : data.Objects("result")) {
       PromSample s;

@@ -180,4 +180,20 @@ std::string TierNameOfLevel(int level) {
   }
 }
 
+const json& PrometheusData(const json& doc, std::string_view type, std::string_view alt_type) {
+  codec::ObjectReader top(doc, "");
+  std::string status = top.String("status");
+  if (status != "success") {
+    throw codec::FieldError("status", fmt::format("'{}': {}", status, top.StringOr("error", "")));
+  }
+  codec::ObjectReader data(top.Raw("data"), "data");
+  std::string got = data.String("resultType");
+  if (got != type && (alt_type.empty() || got != alt_type)) {
+    throw codec::FieldError("data.resultType", alt_type.empty()
+                                                   ? fmt::format("'{}' (expected {})", got, type)
+                                                   : fmt::format("'{}' (expected {} or {})", got, type, alt_type));
+  }
+  return top.Raw("data");
+}
+
 }  // namespace drainwise::connectors::internal

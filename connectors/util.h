@@ -52,6 +52,11 @@ uint64_t Fnv1a64(std::string_view data, uint64_t seed = 1469598103934665603ull);
 
 std::string ToLower(std::string_view s);
 
+// The `data` object of a Prometheus HTTP API answer (/api/v1/query,
+// /api/v1/query_range): throws codec::FieldError naming `status` unless it is
+// "success", and `data.resultType` unless it is `type` or `alt_type`.
+const json& PrometheusData(const json& doc, std::string_view type, std::string_view alt_type = {});
+
 // The tier name of a switch level: 1 leaf, 2 spine, 3 superspine, higher "tierN".
 std::string TierNameOfLevel(int level);
 std::string_view Trim(std::string_view s);

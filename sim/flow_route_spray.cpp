@@ -16,7 +16,8 @@ void FlowSimulator::State::RouteSpray(const model::DrainMask& mask, const RunFro
                  from.routes  ? from.routes
                  : from.reuse ? &from.reuse->table
                               : nullptr,
-                 from.routes != nullptr, per_path, false, sc.table);
+                 from.routes != nullptr, per_path, false, sc.table,
+                 /*keep_links=*/options.routing == FlowRouting::kAdaptive);
 
   const size_t nd = demands.size();
   std::vector<uint8_t> demand_ok(nd, 0);

@@ -20,24 +20,29 @@ void UsableNics(const model::Topology& topo, const model::DrainMask& mask, uint3
   }
 }
 
-bool ClassTouchesDrain(const RouteTable::Class& c, const model::DrainMask& mask) {
+bool ClassTouchesDrain(const model::Topology& topo, const RouteTable::Class& c, const model::DrainMask& mask) {
   for (const ClassLink& l : c.links) {
     if (mask.link_down(LinkOfDirected(l.directed)) || mask.node_down(NodeId(l.from)) || mask.node_down(NodeId(l.to))) {
       return true;
     }
   }
+  if (!c.links.empty()) return false;
+  for (const LinkShare& s : c.shares) {  // no links kept: the shares name every link
+    const model::Link& link = topo.link(LinkOfDirected(s.link));
+    if (mask.link_down(LinkOfDirected(s.link)) || mask.node_down(link.a) || mask.node_down(link.b)) return true;
+  }
   return false;
 }
 
 void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline, bool same_mask,
-                    bool per_path, bool sort_by_from, RouteTable& table) {
+                    bool per_path, bool sort_by_from, RouteTable& table, bool keep_links) {
   std::vector<uint32_t> todo;
   for (uint32_t i = 0; i < table.classes.size(); ++i) {
     RouteTable::Class& c = table.classes[i];
     if (c.computed) continue;
     if (baseline != nullptr) {
       const RouteTable::Class* b = baseline->Find(c.key);
-      if (b != nullptr && b->computed && b->connected && !ClassTouchesDrain(*b, mask)) {
+      if (b != nullptr && b->computed && b->connected && !ClassTouchesDrain(index.topology(), *b, mask)) {
         c.computed = true;
         c.connected = true;
         c.clean = same_mask ? b->clean : true;
@@ -97,24 +102,36 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
     if (r.connected) {
       const bool nic_class = (c.key & kExplicitKey) == 0;
       c.hops = static_cast<uint16_t>(nic_class ? r.hops - 2 : r.hops);
-      auto& links = table.own_links.emplace_back();
       auto& shares = table.own_shares.emplace_back();
-      links.reserve(ws.links().size());
-      for (const DagLink& l : ws.links()) {
-        if (nic_class && (index.is_host(NodeId(l.from)) || index.is_host(NodeId(l.to)))) continue;
-        links.push_back({l.from, l.to, l.directed, l.hop_share, l.path_share});
+      // Sized once: a cross-pod class has thousands of links, and growing
+      // by doubling copied (and page-faulted) a fifth of a 32k-moe run.
+      shares.reserve(ws.links().size());
+      auto in_fabric = [&](const DagLink& l) {
+        return !nic_class || (!index.is_host(NodeId(l.from)) && !index.is_host(NodeId(l.to)));
+      };
+      if (keep_links) {
+        auto& links = table.own_links.emplace_back();
+        links.reserve(ws.links().size());
+        for (const DagLink& l : ws.links()) {
+          if (in_fabric(l)) links.push_back({l.from, l.to, l.directed, l.hop_share, l.path_share});
+        }
+        if (sort_by_from) {
+          std::sort(links.begin(), links.end(), [](const ClassLink& x, const ClassLink& y) {
+            return x.from != y.from ? x.from < y.from : x.directed < y.directed;
+          });
+        }
+        for (const ClassLink& l : links) {
+          if (sort_by_from) break;  // hash modes walk the links: no shares (69 MB per table on 32k-moe)
+          const double share = per_path ? l.path_share : l.hop_share;
+          if (share > 0) shares.push_back({l.directed, share});
+        }
+        c.links = links;
+      } else {
+        for (const DagLink& l : ws.links()) {
+          const double share = per_path ? l.path_share : l.hop_share;
+          if (in_fabric(l) && share > 0) shares.push_back({l.directed, share});
+        }
       }
-      if (sort_by_from) {
-        std::sort(links.begin(), links.end(), [](const ClassLink& x, const ClassLink& y) {
-          return x.from != y.from ? x.from < y.from : x.directed < y.directed;
-        });
-      }
-      for (const ClassLink& l : links) {
-        if (sort_by_from) break;  // hash modes walk the links; no shares
-        const double share = per_path ? l.path_share : l.hop_share;
-        if (share > 0) shares.push_back({l.directed, share});
-      }
-      c.links = links;
       c.shares = shares;
     }
   }

@@ -76,7 +76,10 @@ struct RouteTable {
     bool connected = false;
     bool clean = false;                 // the baseline's route, unchanged by the drain
     uint16_t hops = 0;                  // switch pair: links between the two switches; host pair: whole path
-    std::span<const ClassLink> links;   // hash modes: sorted by (from, directed)
+    // The DAG's links: kept for hash (sorted by (from, directed)) and
+    // adaptive; empty in spray and spray-path, whose shares list every link
+    // of the DAG (each is on a shortest path, so its share is > 0).
+    std::span<const ClassLink> links;
     std::span<const LinkShare> shares;  // the routing mode's share of each link (> 0 only)
   };
   std::vector<Class> classes;
@@ -108,15 +111,17 @@ struct RouteTable {
 };
 
 // True when a route of `c` crosses an element `mask` takes down.
-bool ClassTouchesDrain(const RouteTable::Class& c, const model::DrainMask& mask);
+bool ClassTouchesDrain(const model::Topology& topo, const RouteTable::Class& c, const model::DrainMask& mask);
 
 // Computes every registered class not yet computed: those of `baseline`
 // that no element of `mask` touches are borrowed (same route; clean), the
 // rest routed under `mask`, one PathTree per destination. With `same_mask`,
 // `baseline` is a table computed under `mask` itself (another seed's): its
-// routes are borrowed as they are, clean or not. With `sort_by_from` (hash
-// modes) links are sorted by (from, directed) and no shares are kept.
+// routes are borrowed as they are, clean or not. Without `keep_links` only
+// the shares are stored (spray, spray-path: 4.3 M class links on 32k-moe,
+// 138 MB that nothing but the drain check reads). With `sort_by_from` (hash
+// modes) links are sorted by (from, directed) and no shares are stored.
 void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline, bool same_mask,
-                    bool per_path, bool sort_by_from, RouteTable& table);
+                    bool per_path, bool sort_by_from, RouteTable& table, bool keep_links = true);
 
 }  // namespace drainwise::sim

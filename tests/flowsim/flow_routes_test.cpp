@@ -1,0 +1,95 @@
+// Route classes stored without their DAG links (spray, spray-path) must
+// answer like those that keep them: the same shares, and the same verdict on
+// which classes a drain touches (the check a drained run uses to borrow the
+// baseline's routes).
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <vector>
+
+#include "fabric/generator.h"
+#include "model/drain.h"
+#include "model/snapshot.h"
+#include "sim/flow_routes.h"
+#include "sim/routing.h"
+
+namespace drainwise::sim {
+namespace {
+
+// Every leaf pair of the demo fabric reachable from NIC 0 of its hosts.
+RouteTable LeafPairs(const RoutingIndex& index, bool per_path, bool keep_links) {
+  const model::Topology& topo = index.topology();
+  std::vector<uint32_t> hosts;
+  for (uint32_t n = 0; n < topo.node_count(); ++n) {
+    if (index.is_host(NodeId(n)) && !topo.neighbors(NodeId(n)).empty()) hosts.push_back(n);
+  }
+  RouteTable t;
+  for (uint32_t s : hosts) {
+    for (uint32_t d : hosts) {
+      const uint32_t a = NicSwitch(topo, s, 0), b = NicSwitch(topo, d, 0);
+      if (a != b) t.Register(RouteTable::SwitchKey(a, b), s, 0, d, 0);
+    }
+  }
+  ComputeClasses(index, model::DrainMask{}, nullptr, false, per_path, false, t, keep_links);
+  return t;
+}
+
+TEST_CASE("route classes: shares-only classes list every DAG link and see the same drains") {
+  auto preset = *fabric::FindPreset("demo");
+  auto spec = fabric::GenerateFabric(preset.fabric);
+  auto topo = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
+  const RoutingIndex index(*topo);
+  for (bool per_path : {false, true}) {
+    CAPTURE(per_path);
+    const RouteTable with = LeafPairs(index, per_path, true);
+    const RouteTable without = LeafPairs(index, per_path, false);
+    REQUIRE(with.classes.size() == without.classes.size());
+    REQUIRE(with.classes.size() > 10);
+    size_t cross_pod = 0;
+    for (size_t i = 0; i < with.classes.size(); ++i) {
+      const RouteTable::Class& c = with.classes[i];
+      const RouteTable::Class& o = without.classes[i];
+      REQUIRE(c.connected);
+      CHECK(o.links.empty());
+      // Every link of the DAG carries a positive share: the shares alone
+      // name the whole route.
+      REQUIRE(c.shares.size() == c.links.size());
+      REQUIRE(o.shares.size() == c.shares.size());
+      for (size_t k = 0; k < c.shares.size(); ++k) {
+        CHECK(o.shares[k].link == c.shares[k].link);
+        CHECK(o.shares[k].share == c.shares[k].share);
+      }
+      if (c.hops >= 4) ++cross_pod;
+    }
+    CHECK(cross_pod > 0);  // the fabric has superspine routes, not only a pod's
+    // Every switch alone, and every fourth link alone, as a drain.
+    std::vector<model::Drain> drains;
+    for (uint32_t n = 0; n < topo->node_count(); ++n) {
+      if (index.is_host(NodeId(n))) continue;
+      model::Drain d;
+      d.switches = {NodeId(n)};
+      drains.push_back(d);
+    }
+    for (uint32_t l = 0; l < topo->link_count(); l += 4) {
+      model::Drain d;
+      d.links = {LinkId(l)};
+      drains.push_back(d);
+    }
+    size_t touched = 0, checks = 0;
+    for (const model::Drain& d : drains) {
+      const model::DrainMask mask(*topo, d);
+      for (size_t i = 0; i < with.classes.size(); ++i) {
+        const bool a = ClassTouchesDrain(*topo, with.classes[i], mask);
+        const bool b = ClassTouchesDrain(*topo, without.classes[i], mask);
+        CHECK(a == b);
+        touched += a ? 1 : 0;
+        ++checks;
+      }
+    }
+    CHECK(touched > 0);
+    CHECK(touched < checks);
+  }
+}
+
+}  // namespace
+}  // namespace drainwise::sim
