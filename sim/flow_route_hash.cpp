@@ -1,11 +1,12 @@
 // Hash routing (`hash`, `hash-rehash`): each rank-level flow pinned to one
 // ECMP path by a seeded per-hop hash; flows of a demand on the same path
-// are one aggregate, and the fabric part of each distinct path is a class.
+// are one aggregate, with its NIC links private and one class term per
+// fabric link of its path (a class per directed fabric link).
 #include <algorithm>
-#include <unordered_map>
 
 #include "model/units.h"
 #include "sim/flow_sim_state.h"
+#include "sim/huge_pages.h"
 
 namespace drainwise::sim {
 
@@ -28,12 +29,32 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   sc.demand_seed_free.assign(nd, 0);
   sc.job_connected.assign(snapshot->jobs->size(), 1);
 
-  // Candidate next hops of `node` in a class's DAG (links sorted by from).
-  auto out_links = [](const RouteTable& table, const RouteTable::Class& c, uint32_t node) {
+  // Candidate next hops of `node` in a class's DAG (links sorted by from):
+  // per class, its distinct `from` nodes and where their links start, made
+  // on first use, so a hop searches a few hundred nodes, not thousands of
+  // links.
+  struct NodeIndex {
+    std::vector<uint32_t> nodes, begin;  // begin: one more than nodes; empty until made
+  };
+  std::vector<NodeIndex> own_index(sc.table.classes.size());
+  std::vector<NodeIndex> base_index(resilient ? base->table.classes.size() : 0);
+  auto out_links = [](const RouteTable& table, std::vector<NodeIndex>& cache, const RouteTable::Class& c,
+                      uint32_t node) {
+    NodeIndex& ni = cache[static_cast<size_t>(&c - table.classes.data())];
     auto all = table.LinksOf(c);
-    auto lo = std::lower_bound(all.begin(), all.end(), node, [](const ClassLink& l, uint32_t n) { return l.from < n; });
-    auto hi = std::upper_bound(lo, all.end(), node, [](uint32_t n, const ClassLink& l) { return n < l.from; });
-    return std::span<const ClassLink>(&*lo, static_cast<size_t>(hi - lo));
+    if (ni.begin.empty()) {
+      for (uint32_t k = 0; k < all.size(); ++k) {
+        if (k == 0 || all[k].from != all[k - 1].from) {
+          ni.nodes.push_back(all[k].from);
+          ni.begin.push_back(k);
+        }
+      }
+      ni.begin.push_back(static_cast<uint32_t>(all.size()));
+    }
+    auto it = std::lower_bound(ni.nodes.begin(), ni.nodes.end(), node);
+    if (it == ni.nodes.end() || *it != node) return std::span<const ClassLink>();
+    const size_t k = static_cast<size_t>(it - ni.nodes.begin());
+    return all.subspan(ni.begin[k], ni.begin[k + 1] - ni.begin[k]);
   };
   // Per-hop hashing along a class DAG from `from` to `to`. Resilient: keep
   // the baseline choice at a hop while it is still a next hop.
@@ -41,13 +62,13 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
                   uint64_t flow_hash, std::vector<uint32_t>& path) {
     uint32_t node = from;
     for (int guard = 0; node != to && guard < 64; ++guard) {
-      auto cand = out_links(sc.table, c, node);
+      auto cand = out_links(sc.table, own_index, c, node);
       if (cand.empty()) break;
       const uint64_t h = Mix(flow_hash ^ (static_cast<uint64_t>(node) * 0x9E3779B97F4A7C15ull));
       const ClassLink* pick = &cand[h % cand.size()];
       // A route the drain left alone is the baseline's (same span): same pick.
       if (resilient && bc != nullptr && bc->links.data() != c.links.data()) {
-        auto bcand = out_links(base->table, *bc, node);
+        auto bcand = out_links(base->table, base_index, *bc, node);
         if (!bcand.empty()) {
           const ClassLink& was = bcand[h % bcand.size()];
           auto it =
@@ -61,14 +82,19 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   };
 
   FluidProblem& p = sc.problem;
+  if (from.pool != nullptr) p = from.pool->Take();  // empty, arrays kept
   p.capacity_bps = sc.capacity_bps;
-  // Most demands keep one aggregate (flows inside a leaf): size for that.
-  p.weight.reserve(nd);
-  p.bits.reserve(nd);
-  p.private_offsets.reserve(nd + 1);
-  p.term_offsets.reserve(nd + 1);
-  p.private_links.reserve(2 * nd);
-  sc.agg_demand.reserve(nd);
+  // At most one aggregate per rank-level flow, two NIC links each and a
+  // term per fabric link: reserved once (pages never touched stay free),
+  // so millions of aggregates cost no reallocation and copy.
+  const size_t max_aggs = std::max<size_t>(nd, workload.rank_flows);
+  ReserveHuge(p.weight, max_aggs);
+  ReserveHuge(p.bits, max_aggs);
+  ReserveHuge(p.private_offsets, max_aggs + 1);
+  ReserveHuge(p.term_offsets, max_aggs + 1);
+  ReserveHuge(p.private_links, 2 * max_aggs);
+  ReserveHuge(p.terms, 4 * max_aggs);
+  ReserveHuge(sc.agg_demand, max_aggs);
   std::vector<uint32_t> flat, off, order;
   struct PairChoice {
     int16_t s, t;
@@ -76,33 +102,18 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   };
   std::vector<PairChoice> pairs;
   std::vector<LinkShare> links;
-  std::vector<ClassTerm> path_terms;
-  // Distinct fabric paths, by hash: the first class with a hash, and a chain
-  // of the others with the same hash (class_next, per class).
-  std::unordered_map<uint64_t, uint32_t> path_classes;
-  path_classes.reserve(nd);
-  std::vector<uint32_t> class_next;
-  class_next.reserve(nd);
-  std::vector<LinkShare> class_links;
-  auto PathClass = [&](std::span<const uint32_t> path) -> uint32_t {
-    uint64_t h = 0x243F6A8885A308D3ull;
-    for (uint32_t l : path) h = Mix(h ^ l);
-    auto [it, inserted] = path_classes.try_emplace(h, kNoLink);
-    uint32_t last = kNoLink;  // the chain's last class
-    for (uint32_t c = it->second; c != kNoLink; c = class_next[c]) {
-      const auto& cl = p.classes[c];
-      if (cl.size() == path.size() && std::equal(path.begin(), path.end(), cl.begin(),
-                                                 [](uint32_t l, const LinkShare& x) { return l == x.link; })) {
-        return c;
-      }
-      last = c;
+  // One class per directed fabric link, made when a path first crosses
+  // it: a hashed path's fabric part is one term per link, so routing needs
+  // no table of distinct paths (millions of them, one lookup per aggregate,
+  // most of the routing time), the classes are the same for every seed, and
+  // a class's rate bound counts each NIC feeding the link once.
+  std::vector<uint32_t> link_class(p.capacity_bps.size(), kNoLink);
+  auto LinkClass = [&](uint32_t l) {
+    if (link_class[l] == kNoLink) {
+      const LinkShare one{l, 1.0};
+      link_class[l] = p.AddClass(std::span<const LinkShare>(&one, 1));
     }
-    class_links.clear();
-    for (uint32_t l : path) class_links.push_back({l, 1.0});
-    const uint32_t c = p.AddClass(class_links);
-    class_next.resize(c + 1, kNoLink);
-    (last == kNoLink ? it->second : class_next[last]) = c;
-    return c;
+    return link_class[l];
   };
   for (size_t i = 0; i < nd; ++i) {
     const FlowDemand& d = demands[i];
@@ -183,12 +194,14 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       // NIC links private; the fabric part is a class shared by every flow
       // hashed onto the same path, so the solver can tell links that can
       // never saturate (and split the fabric into independent components).
-      links.clear();
-      links.push_back({pk.front(), 1.0});
-      links.push_back({pk.back(), 1.0});
-      path_terms.clear();
-      if (pk.size() > 2) path_terms.push_back({PathClass(pk.subspan(1, pk.size() - 2)), 1.0});
-      p.AddAggregate(static_cast<double>(e - k), units::BitsFromBytes(d.bytes), links, path_terms);
+      // (AddAggregate, written out: no temporary lists, millions of times.)
+      p.weight.push_back(static_cast<double>(e - k));
+      p.bits.push_back(units::BitsFromBytes(d.bytes));
+      p.private_links.push_back({pk.front(), 1.0});
+      p.private_links.push_back({pk.back(), 1.0});
+      p.private_offsets.push_back(static_cast<uint32_t>(p.private_links.size()));
+      for (size_t h = 1; h + 1 < pk.size(); ++h) p.terms.push_back({LinkClass(pk[h]), 1.0});
+      p.term_offsets.push_back(static_cast<uint32_t>(p.terms.size()));
       sc.agg_demand.push_back(static_cast<uint32_t>(i));
       sc.demand_hops[i] = std::max<uint16_t>(sc.demand_hops[i], static_cast<uint16_t>(pk.size()));
       k = e;

@@ -119,7 +119,8 @@ bool ClassTouchesDrain(const model::Topology& topo, const RouteTable::Class& c, 
 // `baseline` is a table computed under `mask` itself (another seed's): its
 // routes are borrowed as they are, clean or not. Without `keep_links` only
 // the shares are stored (spray, spray-path: 4.3 M class links on 32k-moe,
-// 138 MB that nothing but the drain check reads).
+// 138 MB that nothing but the drain check reads). With `sort_by_from` (hash
+// modes) links are sorted by (from, directed) and no shares are stored.
 void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline, bool same_mask,
                     bool per_path, bool sort_by_from, RouteTable& table, bool keep_links = true);
 

@@ -48,11 +48,12 @@ std::vector<uint32_t> FlowSimulator::State::ReuseMap(const Scenario& base, const
     return sc.seed == base.seed || (sc.demand_seed_free[i] && base.demand_seed_free[i]);
   };
   // Aggregates are emitted in demand order in both scenarios.
+  const bool ranges = !base.demand_aggs.empty();
   size_t a = 0, b = 0;
   for (size_t i = 0; i < nd; ++i) {
-    size_t a1 = a, b1 = b;
+    size_t a1 = a, b1 = ranges ? base.demand_aggs[i + 1] : b;
     while (a1 < sc.agg_demand.size() && sc.agg_demand[a1] == i) ++a1;
-    while (b1 < base.agg_demand.size() && base.agg_demand[b1] == i) ++b1;
+    while (!ranges && b1 < base.agg_demand.size() && base.agg_demand[b1] == i) ++b1;
     if (a1 - a == b1 - b && same_job_state(i) && same_flows(i)) {
       for (size_t k = 0; k < a1 - a; ++k) out[a + k] = static_cast<uint32_t>(b + k);
     }
@@ -80,7 +81,8 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
     // adaptive: this first solve is spray-path's, as the reused one.
     hint = {&from.reuse->SpraySolution(), &previous};
   }
-  auto sol = SolveFluid(sc.problem, stop, hint, FluidOptions{options.incremental_solver});
+  SolverScratch scratch = from.pool != nullptr ? from.pool->TakeScratch() : SolverScratch{};
+  auto sol = SolveFluid(sc.problem, stop, hint, FluidOptions{options.incremental_solver, &scratch});
   if (!sol) return tl::unexpected(sol.error());
   sc.solution = std::move(*sol);
   if (options.routing == FlowRouting::kAdaptive) {
@@ -99,11 +101,12 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
     }
     if (sc.links_penalised > 0) {
       sc.capacity_bps = sc.problem.capacity_bps;
-      auto again = SolveFluid(sc.problem, stop, {}, FluidOptions{options.incremental_solver});
+      auto again = SolveFluid(sc.problem, stop, {}, FluidOptions{options.incremental_solver, &scratch});
       if (!again) return tl::unexpected(again.error());
       sc.solution = std::move(*again);
     }
   }
+  if (from.pool != nullptr) from.pool->GiveScratch(std::move(scratch));
   return sc;
 }
 

@@ -1,6 +1,7 @@
 #include "sim/flow_sim.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "sim/flow_sim_state.h"
 
@@ -10,7 +11,7 @@ namespace {
 
 void RunTasks(const TaskRunner& runner, size_t n, const std::function<void(size_t)>& task) {
   if (n == 0) return;
-  if (runner) {
+  if (runner && n > 1) {
     runner(n, task);
     return;
   }
@@ -50,12 +51,24 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   // is solved: drained runs need its routes and solution only.
   st->baseline.resize(static_cast<size_t>(seeds));
   st->baseline_outcomes.resize(static_cast<size_t>(seeds));
+  State::ProblemPool pool;
   auto keep = [&](size_t k, Scenario sc) {
     st->baseline_outcomes[k] = Summarize(*st, sc);
+    pool.Give(std::move(sc.problem));
     sc.problem = FluidProblem{};
+    if (st->hash()) {
+      const size_t nd = st->workload.demands.size();
+      sc.demand_aggs.assign(nd + 1, 0);
+      for (uint32_t d : sc.agg_demand) ++sc.demand_aggs[d + 1];
+      for (size_t i = 0; i < nd; ++i) sc.demand_aggs[i + 1] += sc.demand_aggs[i];
+      sc.agg_demand = {};
+      if (k > 0) sc.solution.bottleneck0 = {};
+    }
     st->baseline[k] = std::move(sc);
   };
-  auto first = st->Run(none, {}, st->options.seed, stop);
+  State::RunFrom first_from;
+  first_from.pool = &pool;
+  auto first = st->Run(none, first_from, st->options.seed, stop);
   if (!first) return tl::unexpected(first.error());
   keep(0, std::move(*first));
   std::vector<Status> status(static_cast<size_t>(seeds));
@@ -63,6 +76,7 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
     const size_t k = i + 1;
     State::RunFrom from;
     from.reuse = &st->baseline[0];
+    from.pool = &pool;
     auto sc = st->Run(none, from, st->options.seed + k, stop);
     if (!sc) {
       status[k] = tl::unexpected(sc.error());
@@ -83,28 +97,43 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
   const model::DrainMask mask(st.topo(), drain);
   const size_t nseeds = st.baseline.size();
 
-  auto run = [&](size_t k, const Scenario* routes) {
+  // Hash modes: the drained routes once (as the first seed's run would
+  // compute them, from the baseline's), borrowed by every seed's run.
+  RouteTable drained_routes;
+  if (st.hash()) {
+    std::vector<int16_t> src_nics, dst_nics;
+    for (const FlowDemand& d : st.workload.demands) st.RegisterDemand(d, mask, drained_routes, src_nics, dst_nics);
+    ComputeClasses(*st.index, mask, &st.baseline[0].table, false, false, true, drained_routes);
+  }
+  State::ProblemPool pool;
+  auto run = [&](size_t k) {
     State::RunFrom from;
+    from.pool = &pool;
     from.reuse = &st.baseline[k];
-    if (routes != nullptr) from.routes = &routes->table;  // same mask: the drained routes once
+    if (st.hash()) from.routes = &drained_routes;  // same mask
     if (o.routing == FlowRouting::kHashResilient) from.previous_paths = &st.baseline[k];
     return st.Run(mask, from, o.seed + k, stop);
   };
-  // The first seed's scenario stays for the report; later seeds keep only
-  // their outcome, each scenario freed as soon as it is summarised.
-  auto d0 = run(0, nullptr);
-  if (!d0) return tl::unexpected(d0.error());
+  // Every seed keeps only its outcome, its scenario freed as soon as it is
+  // summarised; the first seed's scenario stays for the report. It is the
+  // last task, so that it holds no memory while the others run (a runner
+  // that starts tasks in order on two threads keeps at most two alive).
+  std::optional<Scenario> d0;
   std::vector<SeedOutcome> outcomes(nseeds);
-  outcomes[0] = Summarize(st, *d0);
   std::vector<Status> status(nseeds);
-  RunTasks(runner, nseeds - 1, [&](size_t i) {
-    const size_t k = i + 1;
-    auto sc = run(k, &*d0);
+  RunTasks(runner, nseeds, [&](size_t i) {
+    const size_t k = (i + 1) % nseeds;
+    auto sc = run(k);
     if (!sc) {
       status[k] = tl::unexpected(sc.error());
       return;
     }
     outcomes[k] = Summarize(st, *sc);
+    if (k == 0) {
+      d0 = std::move(*sc);
+    } else {
+      pool.Give(std::move(sc->problem));
+    }
   });
   for (const Status& s : status) {
     if (!s) return tl::unexpected(s.error());

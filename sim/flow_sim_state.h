@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <stop_token>
 #include <vector>
@@ -28,7 +29,11 @@ struct Scenario {
   RouteTable table;
   FluidProblem problem;
   FluidSolution solution;
-  std::vector<uint32_t> agg_demand;   // aggregate -> demand
+  std::vector<uint32_t> agg_demand;  // aggregate -> demand (a cached hash baseline: empty, see demand_aggs)
+  // A cached hash baseline: demand i's aggregates are [demand_aggs[i],
+  // demand_aggs[i + 1]) (aggregates come in demand order); 4 B per demand
+  // instead of 4 B per aggregate.
+  std::vector<uint32_t> demand_aggs;
   std::vector<uint16_t> demand_hops;  // per demand: longest path (links); 0 when cut off
   // Per demand: its routes differ from the baseline's (another NIC, or a
   // route class the drain touches). Unchanged demands have the baseline's
@@ -76,7 +81,9 @@ struct FlowSimulator::State {
   std::vector<double> capacity_bps;  // usable: raw x goodput - background
   // One per seed (spray modes: one). Once summarised, a baseline keeps only
   // what drained runs take from it: routes, the per-demand flags and the
-  // solution; its FluidProblem is freed (ReuseMap needs no aggregate).
+  // solution; its FluidProblem is freed (ReuseMap needs no aggregate). Hash
+  // modes keep per-demand aggregate ranges instead of agg_demand, and seeds
+  // after the first no bottleneck0 (the report reads the first seed's only).
   std::vector<Scenario> baseline;
   std::vector<SeedOutcome> baseline_outcomes;  // one per seed
 
@@ -108,10 +115,48 @@ struct FlowSimulator::State {
   // or another seed's run under the same mask); `routes`, a table computed
   // under the same mask to borrow routes from instead; `previous_paths`, the
   // baseline whose hashed paths resilient hashing keeps.
+  // Flow problems whose arrays a finished run handed back, for the next
+  // run to fill (hash modes): seeds run one after another on a thread then
+  // write into memory already faulted in instead of fresh pages (on the 32k
+  // MoE case, zeroing fresh pages was ~15 % of the CPU time). Lives for one
+  // Create or Simulate call; holds at most one problem per thread.
+  class ProblemPool {
+   public:
+    FluidProblem Take() {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (free_.empty()) return FluidProblem{};
+      FluidProblem p = std::move(free_.back());
+      free_.pop_back();
+      return p;
+    }
+    void Give(FluidProblem p) {
+      p.Clear();
+      std::lock_guard<std::mutex> lock(mu_);
+      free_.push_back(std::move(p));
+    }
+    // The solver's working arrays, likewise.
+    SolverScratch TakeScratch() {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (scratch_.empty()) return SolverScratch{};
+      SolverScratch s = std::move(scratch_.back());
+      scratch_.pop_back();
+      return s;
+    }
+    void GiveScratch(SolverScratch s) {
+      std::lock_guard<std::mutex> lock(mu_);
+      scratch_.push_back(std::move(s));
+    }
+
+   private:
+    std::mutex mu_;
+    std::vector<FluidProblem> free_;
+    std::vector<SolverScratch> scratch_;
+  };
   struct RunFrom {
     const Scenario* reuse = nullptr;
     const RouteTable* routes = nullptr;
     const Scenario* previous_paths = nullptr;
+    ProblemPool* pool = nullptr;  // hash modes: where sc.problem's arrays come from
   };
   void RouteSpray(const model::DrainMask& mask, const RunFrom& from, Scenario& sc) const;
   void RouteHash(const model::DrainMask& mask, const RunFrom& from, uint64_t seed, Scenario& sc) const;

@@ -5,7 +5,21 @@
 #include <numeric>
 #include <queue>
 
+#include "sim/huge_pages.h"
+
 namespace drainwise::sim {
+
+void FluidProblem::Clear() {
+  capacity_bps.clear();
+  classes.clear();
+  owned_classes.clear();
+  weight.clear();
+  bits.clear();
+  private_offsets.assign(1, 0);
+  private_links.clear();
+  term_offsets.assign(1, 0);
+  terms.clear();
+}
 
 uint32_t FluidProblem::AddClass(std::span<const LinkShare> links) {
   constexpr size_t kChunk = 1 << 14;
@@ -37,9 +51,74 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // rounding would otherwise cost one re-solve each.
 constexpr double kBatchTolerance = 1e-9;
 
+// A binary min-heap (by T's operator<, as std::priority_queue) whose
+// storage survives clear(): the re-fills reuse it at every batch.
+template <class T>
+class ReusableHeap {
+ public:
+  bool empty() const { return v_.empty(); }
+  const T& top() const { return v_.front(); }
+  void push(const T& x) {
+    v_.push_back(x);
+    std::push_heap(v_.begin(), v_.end());
+  }
+  void pop() {
+    std::pop_heap(v_.begin(), v_.end());
+    v_.pop_back();
+  }
+  void clear() { v_.clear(); }
+  // Bulk load: Append() any number, then Build() once (linear, not n log n).
+  void Append(const T& x) { v_.push_back(x); }
+  void Build() { std::make_heap(v_.begin(), v_.end()); }
+
+ private:
+  std::vector<T> v_;
+};
+
+// A min-queue (by T's operator<, as std::priority_queue: x < y when x comes
+// later) for a batch known up front plus a few late pushes: the batch is
+// sorted once and consumed from a cursor, late pushes go to a heap. Pops
+// come in the heap's order; a sort costs far less than as many heap pops.
+template <class T>
+class SortedQueue {
+ public:
+  void clear() {
+    sorted_.clear();
+    cursor_ = 0;
+    late_.clear();
+  }
+  void Append(const T& x) { sorted_.push_back(x); }
+  void Build() {
+    std::sort(sorted_.begin(), sorted_.end(), [](const T& x, const T& y) { return y < x; });
+  }
+  bool empty() const { return cursor_ == sorted_.size() && late_.empty(); }
+  const T& top() const { return FromSorted() ? sorted_[cursor_] : late_.top(); }
+  void pop() {
+    if (FromSorted()) {
+      ++cursor_;
+    } else {
+      late_.pop();
+    }
+  }
+  void push(const T& x) { late_.push(x); }
+
+ private:
+  bool FromSorted() const {
+    if (cursor_ == sorted_.size()) return false;
+    return late_.empty() || !(sorted_[cursor_] < late_.top());
+  }
+  std::vector<T> sorted_;
+  size_t cursor_ = 0;
+  ReusableHeap<T> late_;
+};
+
 class UnionFind {
  public:
-  explicit UnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0u); }
+  // `parent` is the storage (its capacity is kept by the caller).
+  UnionFind(std::vector<uint32_t>& parent, size_t n) : parent_(parent) {
+    AssignHuge(parent_, n, 0u);
+    std::iota(parent_.begin(), parent_.end(), 0u);
+  }
   uint32_t Find(uint32_t x) {
     while (parent_[x] != x) {
       parent_[x] = parent_[parent_[x]];
@@ -54,7 +133,7 @@ class UnionFind {
   }
 
  private:
-  std::vector<uint32_t> parent_;
+  std::vector<uint32_t>& parent_;
 };
 
 // One component as a self-contained problem with dense local indices.
@@ -94,7 +173,7 @@ struct LocalProblem {
       for (uint32_t k = off[f]; k < off[f + 1]; ++k) ++rev_off[target_of(k) + 1];
     }
     for (size_t i = 0; i < n; ++i) rev_off[i + 1] += rev_off[i];
-    rev.resize(rev_off.back());
+    AssignHuge(rev, rev_off.back(), 0u);
     std::vector<uint32_t> fill(rev_off.begin(), rev_off.end() - 1);
     for (size_t f = 0; f < from_count; ++f) {
       for (uint32_t k = off[f]; k < off[f + 1]; ++k) rev[fill[target_of(k)]++] = static_cast<uint32_t>(f);
@@ -254,12 +333,12 @@ class IncrementalEvents {
   Status Run(const LocalProblem& p, const std::vector<double>& bits, WaterFiller& filler, FluidSolution& sol,
              std::stop_token stop) {
     const size_t n = p.aggs.size(), nl = p.links.size(), nc = p.class_off.size() - 1;
-    active_.assign(n, 0);
-    rate_.assign(n, 0.0);
-    bottleneck_.assign(n, kNoLink);
-    remaining_.assign(n, 0.0);
-    since_.assign(n, 0.0);
-    version_.assign(n, 0);
+    AssignHuge(active_, n, 0);
+    AssignHuge(rate_, n, 0.0);
+    AssignHuge(bottleneck_, n, kNoLink);
+    AssignHuge(remaining_, n, 0.0);
+    AssignHuge(since_, n, 0.0);
+    AssignHuge(version_, n, 0);
     order_.clear();
     for (size_t i = 0; i < n; ++i) {
       remaining_[i] = bits[p.aggs[i]];
@@ -286,13 +365,22 @@ class IncrementalEvents {
       }
     }
     SortByRate(order_.begin(), order_.end());
-    heap_ = {};
-    for (uint32_t i : order_) Predict(i, 0);
+    // The t = 0 predictions, sorted once: most aggregates are never
+    // re-predicted, and a sort is far cheaper than as many heap pops.
+    heap_.clear();
+    compact_at_ = 4096;
+    initial_.clear();
+    cursor_ = 0;
+    for (uint32_t i : order_) {
+      version_[i] = 1;
+      initial_.push_back({PredictAt(i, 0), i, 1});
+    }
+    std::sort(initial_.begin(), initial_.end(), [](const Finish& x, const Finish& y) { return y < x; });
 
     // Scratch of the re-fills, stamped per batch.
     link_stamp_.assign(nl, 0);
     class_stamp_.assign(nc, 0);
-    agg_stamp_.assign(n, 0);
+    AssignHuge(agg_stamp_, n, 0u);
     slope_.assign(nl, 0.0);
     used_.assign(nl, 0.0);
     count_.assign(nl, 0);
@@ -320,14 +408,10 @@ class IncrementalEvents {
       now = next;
       finished_.clear();
       double r_min = kInf;
-      while (!heap_.empty()) {
-        const Finish f = heap_.top();
-        if (!active_[f.agg] || f.version != version_[f.agg]) {
-          heap_.pop();
-          continue;
-        }
+      while (const Finish* top_f = Top()) {
+        const Finish f = *top_f;
         if (f.at > cutoff) break;
-        heap_.pop();
+        Pop(top_f);
         active_[f.agg] = 0;
         sol.finish_s[p.aggs[f.agg]] = now;
         finished_.push_back(f.agg);
@@ -372,19 +456,50 @@ class IncrementalEvents {
     std::sort(first, last, [&](uint32_t x, uint32_t y) { return rate_[x] != rate_[y] ? rate_[x] < rate_[y] : x < y; });
   }
 
+  double PredictAt(uint32_t i, double now) const {
+    return !std::isfinite(rate_[i]) ? now : rate_[i] > 0 ? now + remaining_[i] / rate_[i] : kInf;
+  }
   void Predict(uint32_t i, double now) {
     ++version_[i];
-    const double at = !std::isfinite(rate_[i]) ? now : rate_[i] > 0 ? now + remaining_[i] / rate_[i] : kInf;
-    heap_.push({at, i, version_[i]});
+    heap_.push_back({PredictAt(i, now), i, version_[i]});
+    std::push_heap(heap_.begin(), heap_.end());
+    // Re-predictions leave stale entries (millions on large components):
+    // drop them in one pass when they outnumber the current ones, rather
+    // than popping each at log cost.
+    if (heap_.size() >= compact_at_) {
+      heap_.erase(std::remove_if(heap_.begin(), heap_.end(), [&](const Finish& f) { return !Current(f); }),
+                  heap_.end());
+      std::make_heap(heap_.begin(), heap_.end());
+      compact_at_ = std::max<size_t>(2 * heap_.size(), 4096);
+    }
+  }
+  bool Current(const Finish& f) const { return active_[f.agg] && f.version == version_[f.agg]; }
+
+  // The earliest current prediction (of initial_ from cursor_ and heap_),
+  // stale ones dropped on the way; nullptr when none is left.
+  const Finish* Top() {
+    while (cursor_ < initial_.size() && !Current(initial_[cursor_])) ++cursor_;
+    while (!heap_.empty() && !Current(heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end());
+      heap_.pop_back();
+    }
+    const Finish* a = cursor_ < initial_.size() ? &initial_[cursor_] : nullptr;
+    const Finish* b = heap_.empty() ? nullptr : &heap_.front();
+    if (a == nullptr || b == nullptr) return a != nullptr ? a : b;
+    return *a < *b ? b : a;  // operator< orders the heap: x < y when x comes later
+  }
+  void Pop(const Finish* f) {
+    if (cursor_ < initial_.size() && f == &initial_[cursor_]) {
+      ++cursor_;
+    } else {
+      std::pop_heap(heap_.begin(), heap_.end());
+      heap_.pop_back();
+    }
   }
 
   double NextFinish() {
-    while (!heap_.empty()) {
-      const Finish& f = heap_.top();
-      if (active_[f.agg] && f.version == version_[f.agg]) return f.at;
-      heap_.pop();
-    }
-    return kInf;
+    const Finish* f = Top();
+    return f != nullptr ? f->at : kInf;
   }
 
   void TouchLink(uint32_t l) {
@@ -460,10 +575,11 @@ class IncrementalEvents {
     // members and classes with refilled members (CSR over links_).
     BuildIndex(p);
 
-    heap_links_ = {};
+    heap_links_.clear();  // keeps its storage across batches
     for (uint32_t l : links_) {
-      if (count_[l] > 0 && slope_[l] > 0) heap_links_.push({(p.capacity[l] - used_[l]) / slope_[l], l});
+      if (count_[l] > 0 && slope_[l] > 0) heap_links_.Append({(p.capacity[l] - used_[l]) / slope_[l], l});
     }
+    heap_links_.Build();
     double level = r_min;
     while (!heap_links_.empty()) {
       const LinkEntry e = heap_links_.top();
@@ -571,7 +687,10 @@ class IncrementalEvents {
   std::vector<double> rate_, remaining_, since_;
   std::vector<uint32_t> bottleneck_, version_;
   std::vector<uint32_t> order_;  // active aggregates, rates ascending
-  std::priority_queue<Finish> heap_;
+  std::vector<Finish> initial_;  // t = 0 predictions, earliest first, consumed from cursor_
+  size_t cursor_ = 0;
+  std::vector<Finish> heap_;   // re-predictions (std heap)
+  size_t compact_at_ = 4096;   // heap_ size at which stale entries are dropped
   std::vector<double> usage_;  // per local link: load of every active aggregate at its rate
   std::vector<uint32_t> finished_, refill_;
   // Re-fill scratch.
@@ -585,7 +704,7 @@ class IncrementalEvents {
   std::vector<uint32_t> link_slot_, class_slot_;
   std::vector<uint32_t> priv_off_, priv_aggs_, cls_off_, link_cls_, member_off_, members_;
   std::vector<uint32_t> fill_a_, fill_b_, fill_c_;
-  std::priority_queue<LinkEntry> heap_links_;
+  SortedQueue<LinkEntry> heap_links_;
 };
 
 // Upper bound on the total rate of each class from the capacity of the
@@ -593,42 +712,59 @@ class IncrementalEvents {
 // max(scale / share_m) * c_m into the class. Taken over the first and the
 // last private link (source and destination NICs), whichever is smaller.
 std::vector<double> ClassRateBounds(const FluidProblem& p) {
-  const size_t nc = p.class_count();
-  std::vector<double> bound(nc, 0.0);
+  const size_t nc = p.class_count(), na = p.aggregate_count(), nl = p.capacity_bps.size();
+  std::vector<double> bound(nc, 0.0), side(nc, 0.0), best(nc, 0.0);
   std::vector<uint8_t> unbounded(nc, 0);
-  struct Cover {
-    uint32_t cls, link;
-    double ratio;
-  };
-  std::vector<Cover> covers[2];
-  for (size_t a = 0; a < p.aggregate_count(); ++a) {
-    uint32_t pb = p.private_offsets[a], pe = p.private_offsets[a + 1];
-    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      const ClassTerm& t = p.terms[k];
-      if (pb == pe) {
-        unbounded[t.cls] = 1;
-        continue;
-      }
-      covers[0].push_back({t.cls, p.private_links[pb].link, t.scale / p.private_links[pb].share});
-      covers[1].push_back({t.cls, p.private_links[pe - 1].link, t.scale / p.private_links[pe - 1].share});
-    }
+  for (size_t a = 0; a < na; ++a) {
+    if (p.private_offsets[a] != p.private_offsets[a + 1]) continue;
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) unbounded[p.terms[k].cls] = 1;
   }
-  std::vector<double> side(nc);
+  // Per side: the aggregates grouped by cover link (a counting sort), then
+  // for each cover link in ascending order the classes its aggregates reach
+  // with their largest ratio. Linear in the terms, and each class's bound
+  // sums its cover links in ascending order, as a sort by (class, link)
+  // would.
+  std::vector<uint32_t> off(nl + 1), by_cover, stamp(nc), reached;
+  AssignHuge(by_cover, na, 0u);
   for (int s = 0; s < 2; ++s) {
-    auto& v = covers[s];
-    std::sort(v.begin(), v.end(),
-              [](const Cover& x, const Cover& y) { return x.cls != y.cls ? x.cls < y.cls : x.link < y.link; });
+    auto cover_of = [&](size_t a) -> const LinkShare& {
+      return s == 0 ? p.private_links[p.private_offsets[a]] : p.private_links[p.private_offsets[a + 1] - 1];
+    };
+    std::fill(off.begin(), off.end(), 0);
+    for (size_t a = 0; a < na; ++a) {
+      if (p.private_offsets[a] != p.private_offsets[a + 1]) ++off[cover_of(a).link + 1];
+    }
+    for (size_t l = 0; l < nl; ++l) off[l + 1] += off[l];
+    {
+      std::vector<uint32_t> fill(off.begin(), off.end() - 1);
+      for (size_t a = 0; a < na; ++a) {
+        if (p.private_offsets[a] != p.private_offsets[a + 1])
+          by_cover[fill[cover_of(a).link]++] = static_cast<uint32_t>(a);
+      }
+    }
+    std::fill(stamp.begin(), stamp.end(), UINT32_MAX);
     std::fill(side.begin(), side.end(), 0.0);
-    for (size_t i = 0; i < v.size();) {
-      size_t j = i;
-      double ratio = 0;
-      for (; j < v.size() && v[j].cls == v[i].cls && v[j].link == v[i].link; ++j) ratio = std::max(ratio, v[j].ratio);
-      side[v[i].cls] += ratio * p.capacity_bps[v[i].link];
-      i = j;
+    for (uint32_t m = 0; m < nl; ++m) {
+      if (off[m] == off[m + 1]) continue;
+      reached.clear();
+      for (uint32_t e = off[m]; e < off[m + 1]; ++e) {
+        const uint32_t a = by_cover[e];
+        const double share = cover_of(a).share;
+        for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+          const uint32_t c = p.terms[k].cls;
+          const double ratio = p.terms[k].scale / share;
+          if (stamp[c] != m) {
+            stamp[c] = m;
+            best[c] = ratio;
+            reached.push_back(c);
+          } else {
+            best[c] = std::max(best[c], ratio);
+          }
+        }
+      }
+      for (uint32_t c : reached) side[c] += best[c] * p.capacity_bps[m];
     }
     for (size_t c = 0; c < nc; ++c) bound[c] = s == 0 ? side[c] : std::min(bound[c], side[c]);
-    v.clear();
-    v.shrink_to_fit();
   }
   for (size_t c = 0; c < nc; ++c) {
     if (unbounded[c]) bound[c] = kInf;
@@ -638,15 +774,29 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
 
 }  // namespace
 
+struct SolverScratch::Impl {
+  std::vector<uint32_t> parent, comp_of_root, members;
+  LocalProblem lp;
+  WaterFiller filler;
+  IncrementalEvents incremental;
+};
+SolverScratch::SolverScratch() : impl_(std::make_unique<Impl>()) {}
+SolverScratch::~SolverScratch() = default;
+SolverScratch::SolverScratch(SolverScratch&&) noexcept = default;
+SolverScratch& SolverScratch::operator=(SolverScratch&&) noexcept = default;
+
 Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, const ReuseHint& reuse,
                                  const FluidOptions& options) {
+  std::unique_ptr<SolverScratch> own;
+  if (options.scratch == nullptr) own = std::make_unique<SolverScratch>();
+  SolverScratch::Impl& work = (options.scratch != nullptr ? options.scratch : own.get())->impl();
   const size_t na = p.aggregate_count(), nc = p.class_count(), nl = p.capacity_bps.size();
   FluidSolution sol;
-  sol.finish_s.assign(na, 0.0);
-  sol.rate0_bps.assign(na, 0.0);
-  sol.bottleneck0.assign(na, kNoLink);
+  AssignHuge(sol.finish_s, na, 0.0);
+  AssignHuge(sol.rate0_bps, na, 0.0);
+  AssignHuge(sol.bottleneck0, na, kNoLink);
   sol.load0_bps.assign(nl, 0.0);
-  sol.component.assign(na, 0);
+  AssignHuge(sol.component, na, 0u);
 
   // 1. Tight links: private links always; class links whose bounded load can
   //    exceed their capacity.
@@ -676,7 +826,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
 
   // 2. Components over aggregates (ids 0..na), classes (na..na+nc) and links.
-  UnionFind uf(na + nc + nl);
+  UnionFind uf(work.parent, na + nc + nl);
   for (uint32_t a = 0; a < na; ++a) {
     for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
       uf.Union(a, static_cast<uint32_t>(na + nc + p.private_links[k].link));
@@ -692,8 +842,8 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     }
   }
   // Dense component ids in order of first aggregate; members grouped.
-  std::vector<uint32_t> comp_of_root;  // indexed by root id, lazily sized
-  comp_of_root.assign(na + nc + nl, UINT32_MAX);
+  std::vector<uint32_t>& comp_of_root = work.comp_of_root;  // indexed by root id
+  AssignHuge(comp_of_root, na + nc + nl, UINT32_MAX);
   for (uint32_t a = 0; a < na; ++a) {
     uint32_t r = uf.Find(a);
     if (comp_of_root[r] == UINT32_MAX) {
@@ -703,22 +853,23 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     sol.component[a] = comp_of_root[r];
     ++sol.component_size[comp_of_root[r]];
   }
-  comp_of_root.clear();
-  comp_of_root.shrink_to_fit();
   const size_t ncomp = sol.component_size.size();
   std::vector<uint32_t> comp_off(ncomp + 1, 0);
   for (size_t c = 0; c < ncomp; ++c) comp_off[c + 1] = comp_off[c] + sol.component_size[c];
-  std::vector<uint32_t> members(na);
+  std::vector<uint32_t>& members = work.members;
+  AssignHuge(members, na, 0u);
   {
     std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
     for (uint32_t a = 0; a < na; ++a) members[fill[sol.component[a]]++] = a;
   }
 
   // 3. Simulate each component.
-  LocalProblem lp;
-  WaterFiller filler;
-  IncrementalEvents incremental;
-  std::vector<uint32_t> link_local(nl, UINT32_MAX), class_local(nc, UINT32_MAX);
+  LocalProblem& lp = work.lp;
+  WaterFiller& filler = work.filler;
+  IncrementalEvents& incremental = work.incremental;
+  std::vector<uint32_t> link_local(nl, UINT32_MAX), class_local(nc, UINT32_MAX), classes_used;
+  constexpr uint32_t kSingle = UINT32_MAX - 1;  // class_local: flattened into private links
+  std::vector<LinkShare> class_single(nc);      // its one tight link (local id) and share
   std::vector<uint8_t> active;
   std::vector<double> rate, remaining;
   std::vector<uint32_t> bottleneck;
@@ -740,7 +891,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
         for (const uint32_t* it = mb; it != me; ++it) {
           sol.finish_s[*it] = prev.finish_s[idx[*it]];
           sol.rate0_bps[*it] = prev.rate0_bps[idx[*it]];
-          sol.bottleneck0[*it] = prev.bottleneck0[idx[*it]];
+          sol.bottleneck0[*it] = prev.bottleneck0.empty() ? kNoLink : prev.bottleneck0[idx[*it]];
         }
         ++sol.components_reused;
         continue;
@@ -757,33 +908,78 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
       }
       return link_local[l];
     };
-    std::vector<uint32_t> classes_used;
+    // Local link ids in the order of first use (private links, then class
+    // links), as ties between links saturating together are broken by id.
+    classes_used.clear();
     for (const uint32_t* it = mb; it != me; ++it) {
-      uint32_t a = *it;
-      lp.aggs.push_back(a);
-      lp.weight.push_back(p.weight[a]);
-      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
-        lp.priv.push_back({local_link(p.private_links[k].link), p.private_links[k].share});
-      }
-      lp.priv_off.push_back(static_cast<uint32_t>(lp.priv.size()));
+      const uint32_t a = *it;
+      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) local_link(p.private_links[k].link);
       for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-        uint32_t c = p.terms[k].cls;
-        if (!class_tight[c]) continue;
-        if (class_local[c] == UINT32_MAX) {
-          class_local[c] = static_cast<uint32_t>(classes_used.size());
+        const uint32_t c = p.terms[k].cls;
+        if (class_tight[c] && class_local[c] == UINT32_MAX) {
+          class_local[c] = 0;
           classes_used.push_back(c);
         }
-        lp.terms.push_back({class_local[c], p.terms[k].scale});
       }
-      lp.term_off.push_back(static_cast<uint32_t>(lp.terms.size()));
     }
+    {
+      size_t priv = 0, terms = 0;
+      for (const uint32_t* it = mb; it != me; ++it) {
+        priv += p.private_offsets[*it + 1] - p.private_offsets[*it];
+        terms += p.term_offsets[*it + 1] - p.term_offsets[*it];
+      }
+      const size_t n = static_cast<size_t>(me - mb);
+      ReserveHuge(lp.aggs, n);
+      ReserveHuge(lp.weight, n);
+      ReserveHuge(lp.priv_off, n + 1);
+      ReserveHuge(lp.term_off, n + 1);
+      ReserveHuge(lp.priv, priv + terms);  // most terms flatten into private links
+    }
+    // A class with one tight link is, for the solve, a private link of each
+    // aggregate on it (share scale x share): no class bookkeeping in the
+    // fills (every class of the hash modes is one fabric link).
+    uint32_t multi = 0;
     for (uint32_t c : classes_used) {
+      uint32_t tight_links = 0, only = 0;
+      double only_share = 0;
+      for (const LinkShare& ls : p.classes[c]) {
+        if (!tight[ls.link]) continue;
+        only = local_link(ls.link);
+        only_share = ls.share;
+        ++tight_links;
+      }
+      if (tight_links == 1) {
+        class_local[c] = kSingle;
+        class_single[c] = {only, only_share};
+        continue;
+      }
+      class_local[c] = multi++;
       for (const LinkShare& ls : p.classes[c]) {
         if (tight[ls.link]) lp.class_links.push_back({local_link(ls.link), ls.share});
       }
       lp.class_off.push_back(static_cast<uint32_t>(lp.class_links.size()));
-      class_local[c] = UINT32_MAX;
     }
+    for (const uint32_t* it = mb; it != me; ++it) {
+      const uint32_t a = *it;
+      lp.aggs.push_back(a);
+      lp.weight.push_back(p.weight[a]);
+      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
+        lp.priv.push_back({link_local[p.private_links[k].link], p.private_links[k].share});
+      }
+      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+        const uint32_t c = p.terms[k].cls;
+        if (class_tight[c] && class_local[c] == kSingle) {
+          lp.priv.push_back({class_single[c].link, p.terms[k].scale * class_single[c].share});
+        }
+      }
+      lp.priv_off.push_back(static_cast<uint32_t>(lp.priv.size()));
+      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+        const uint32_t c = p.terms[k].cls;
+        if (class_tight[c] && class_local[c] != kSingle) lp.terms.push_back({class_local[c], p.terms[k].scale});
+      }
+      lp.term_off.push_back(static_cast<uint32_t>(lp.terms.size()));
+    }
+    for (uint32_t c : classes_used) class_local[c] = UINT32_MAX;
     for (uint32_t l : lp.links) link_local[l] = UINT32_MAX;
     lp.BuildReverse();
 

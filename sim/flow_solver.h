@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <span>
 #include <stop_token>
 #include <vector>
@@ -74,6 +75,8 @@ struct FluidProblem {
 
   size_t aggregate_count() const { return weight.size(); }
   size_t class_count() const { return classes.size(); }
+  // Empties the problem, keeping the capacity of its arrays for the next.
+  void Clear();
   // Appends a class that the problem owns; returns its index.
   uint32_t AddClass(std::span<const LinkShare> links);
   // Appends an aggregate; returns its index.
@@ -102,9 +105,29 @@ struct FluidSolution {
 // unchanged and that form exactly one component of `previous`.
 // previous_index[a] is aggregate a's index in the previous problem when it is
 // identical there (same weight, size and route), kNoLink when it changed.
+// A previous solution may come without bottleneck0 (a cached baseline whose
+// bottlenecks no report reads): reused aggregates then get kNoLink.
 struct ReuseHint {
   const FluidSolution* previous = nullptr;
   const std::vector<uint32_t>* previous_index = nullptr;
+};
+
+// Working memory of SolveFluid that a caller may keep from one solve to the
+// next (the local copy of a component, the event state, the component
+// search): its arrays keep their capacity, so consecutive solves (the hash
+// seeds) write into pages already faulted in. One solve at a time.
+class SolverScratch {
+ public:
+  SolverScratch();
+  ~SolverScratch();
+  SolverScratch(SolverScratch&&) noexcept;
+  SolverScratch& operator=(SolverScratch&&) noexcept;
+
+  struct Impl;  // flow_solver.cpp
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
 };
 
 struct FluidOptions {
@@ -113,6 +136,8 @@ struct FluidOptions {
   // flow_solver.cpp). false: re-fill the whole component at every batch,
   // the previous solver, kept as the reference of the exactness tests.
   bool incremental = true;
+  // Where SolveFluid's working arrays live; null: its own, freed on return.
+  SolverScratch* scratch = nullptr;
 };
 
 Result<FluidSolution> SolveFluid(const FluidProblem& problem, std::stop_token stop = {}, const ReuseHint& reuse = {},
