@@ -102,10 +102,12 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
     if (r.connected) {
       const bool nic_class = (c.key & kExplicitKey) == 0;
       c.hops = static_cast<uint16_t>(nic_class ? r.hops - 2 : r.hops);
-      auto& shares = table.own_shares.emplace_back();
       // Sized once: a cross-pod class has thousands of links, and growing
       // by doubling copied (and page-faulted) a fifth of a 32k-moe run.
-      shares.reserve(ws.links().size());
+      // Hash modes (sort_by_from) walk the links and read no shares (69 MB
+      // per table on 32k-moe); spray and spray-path read only the shares.
+      auto& shares = table.own_shares.emplace_back();
+      if (!sort_by_from) shares.reserve(ws.links().size());
       auto in_fabric = [&](const DagLink& l) {
         return !nic_class || (!index.is_host(NodeId(l.from)) && !index.is_host(NodeId(l.to)));
       };
@@ -121,9 +123,8 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
           });
         }
         for (const ClassLink& l : links) {
-          if (sort_by_from) break;  // hash modes walk the links: no shares (69 MB per table on 32k-moe)
           const double share = per_path ? l.path_share : l.hop_share;
-          if (share > 0) shares.push_back({l.directed, share});
+          if (!sort_by_from && share > 0) shares.push_back({l.directed, share});
         }
         c.links = links;
       } else {

@@ -74,13 +74,13 @@ struct RouteTable {
     int16_t rep_src_nic = kAllNics, rep_dst_nic = kAllNics;
     bool computed = false;
     bool connected = false;
-    bool clean = false;                 // the baseline's route, unchanged by the drain
-    uint16_t hops = 0;                  // switch pair: links between the two switches; host pair: whole path
+    bool clean = false;  // the baseline's route, unchanged by the drain
+    uint16_t hops = 0;   // switch pair: links between the two switches; host pair: whole path
     // The DAG's links: kept for hash (sorted by (from, directed)) and
     // adaptive; empty in spray and spray-path, whose shares list every link
     // of the DAG (each is on a shortest path, so its share is > 0).
     std::span<const ClassLink> links;
-    std::span<const LinkShare> shares;  // the routing mode's share of each link (> 0 only)
+    std::span<const LinkShare> shares;  // the routing mode's share of each link (> 0 only); empty in hash modes
   };
   std::vector<Class> classes;
   std::deque<std::vector<ClassLink>> own_links;
