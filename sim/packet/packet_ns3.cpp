@@ -143,13 +143,7 @@ class Driver {
     ns3::RngSeedManager::SetSeed(1);
     ns3::RngSeedManager::SetRun(o_.seed);
     SetDefault("ns3::TcpL4Protocol::SocketType", ns3::TypeIdValue(ns3::TcpDctcp::GetTypeId()));
-    // RoCE's transport has neither TCP timestamps nor selective ACKs (it
-    // retransmits go-back-N), and both cost per packet in ns-3 (an option
-    // object built, serialised and parsed per segment; the SACK scoreboard
-    // walked per ACK): off. RTTs come from unambiguous ACKs instead.
-    SetDefault("ns3::TcpSocketBase::Timestamp", ns3::BooleanValue(false));
-    SetDefault("ns3::TcpSocketBase::Sack", ns3::BooleanValue(false));
-    SetDefault("ns3::TcpSocket::SegmentSize", ns3::UintegerValue(o_.mtu_bytes - 40));  // IP 20 + TCP 20
+    SetDefault("ns3::TcpSocket::SegmentSize", ns3::UintegerValue(o_.mtu_bytes - 52));  // IP 20 + TCP 20 + timestamps 12
     SetDefault("ns3::TcpSocket::SndBufSize", ns3::UintegerValue(8u << 20));
     SetDefault("ns3::TcpSocket::RcvBufSize", ns3::UintegerValue(8u << 20));
     SetDefault("ns3::TcpSocket::InitialCwnd", ns3::UintegerValue(in_.initial_cwnd_segments));

@@ -153,7 +153,7 @@ BuiltRun BuildRun(const model::Snapshot& snapshot, const Workload& workload, con
       if (in.is_host[l.a] || in.is_host[l.b]) nic_bps = std::max(nic_bps, l.capacity_bps);
     }
     const int links = 2 * std::max(1, topo.max_level());  // host -> leaf -> ... -> top -> ... -> host
-    const double mss = o.mtu_bytes - 40;  // IP + TCP headers, no options (packet_ns3.cpp)
+    const double mss = o.mtu_bytes - 52;
     const double rtt_s = 2 * links * (o.per_hop_delay_s + (nic_bps > 0 ? o.mtu_bytes * 8 / nic_bps : 0));
     in.initial_cwnd_segments = static_cast<uint32_t>(std::clamp(std::ceil(nic_bps * rtt_s / 8 / mss), 10.0, 4096.0));
   }
