@@ -310,7 +310,7 @@ Result<PacketReport> SimulatePlannedPackets(const model::Snapshot& snapshot, con
   BuiltRun runs[2] = {BuildRun(snapshot, workload, *br, none, options),
                       BuildRun(snapshot, workload, *br, drained, options)};
   auto outs = packet_internal::RunScenarios({&runs[0].in, &runs[1].in}, options, stop,
-                                            [&](double f) { progress(0.05 + 0.9 * f); });
+                                            [&](double f) { progress(std::min(0.95, 0.05 + 0.9 * f)); });
   if (!outs) return tl::unexpected(outs.error());
   for (int side = 0; side < 2; ++side) {
     const BuiltRun& run = runs[side];
