@@ -96,8 +96,9 @@ struct PacketOptions {
   // The flow level run for the blast radius and the side-by-side table.
   FlowOptions flow;
 
-  // Called with the share done, 0..1, from the calling thread (between runs
-  // and every 50 us of simulated time).
+  // Called with the share done, 0..1, never decreasing, from the calling
+  // thread: every 50 ms of wall time while the forked runs go (when a child
+  // reports), or every 50 us of simulated time in the single-process path.
   std::function<void(double)> progress;
 };
 
