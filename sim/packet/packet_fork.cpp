@@ -158,8 +158,11 @@ void Parse(Child& c) {
   }
 }
 
-[[noreturn]] void ChildMain(int fd, const RunInput& in, const PacketOptions& options) {
+[[noreturn]] void ChildMain(int fd, pid_t parent, const RunInput& in, const PacketOptions& options) {
+  // Killed when the forking thread ends; and if the parent already went
+  // between fork() and here, nobody would read the answer.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(1);
   int last_percent = -1;
   auto progress = [&](double f) {
     const int percent = static_cast<int>(f * 100);
@@ -212,11 +215,12 @@ Result<std::vector<RunOutput>> RunScenarios(const std::vector<const RunInput*>& 
         }
         return MakeError(ErrorCode::kInternal, fmt::format("packet runs: pipe: {}", std::strerror(errno)));
       }
+      const pid_t parent = ::getpid();
       const pid_t pid = ::fork();
       if (pid == 0) {
         ::close(fds[0]);
         for (size_t j = 0; j < i; ++j) ::close(children[j].fd);  // only the parent reads its siblings
-        ChildMain(fds[1], *ins[i], options);
+        ChildMain(fds[1], parent, *ins[i], options);
       }
       ::close(fds[1]);
       if (pid < 0) {
