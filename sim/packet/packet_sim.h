@@ -82,7 +82,9 @@ struct PacketOptions {
   double max_simulated_s = 1.0;
   // Baseline and drained in two forked child processes at once (half the
   // wall time on 2 cores, the same numbers); false: one after another in
-  // this process (no fork: debuggers, platforms where fork is unwanted).
+  // this process (no fork: debuggers, platforms where fork is unwanted, and
+  // multi-threaded callers such as the daemon, whose other threads' locks
+  // a child would inherit).
   bool parallel_runs = true;
 
   // Blast radius (blast_radius.h).
