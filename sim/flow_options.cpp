@@ -52,6 +52,9 @@ Status ValidateFlowOptions(const FlowOptions& o, const model::Topology& topology
   if (!(o.overload_penalty >= 0 && o.overload_penalty < 1)) {
     return InvalidArgument(fmt::format("overload_penalty {} is not in [0, 1)", o.overload_penalty));
   }
+  if (!(o.ring_phase_overlap >= 0 && o.ring_phase_overlap <= 1)) {
+    return InvalidArgument(fmt::format("ring_phase_overlap {} is not in [0, 1]", o.ring_phase_overlap));
+  }
   if (!(o.overload_threshold > 0)) {
     return InvalidArgument(fmt::format("overload_threshold {} is not > 0", o.overload_threshold));
   }

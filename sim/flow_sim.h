@@ -80,6 +80,12 @@ struct FlowOptions {
   // and the fluid model is run again. 0 = off.
   double overload_threshold = 0.95;
   double overload_penalty = 0.0;
+  // Ring phase drift (sim/flow_ring_phase.h, docs/model.md): up to this
+  // share of a drained all-ring job's step latency hides the congestion the
+  // drain adds (edges out of phase use the link while others wait). 0 = off
+  // (the all-in-phase fluid model, the default: golden numbers unchanged);
+  // 0.5 fits the packet level (docs/validation.md).
+  double ring_phase_overlap = 0.0;
 
   // Bits per second already used on each directed link (sim/routing.h's
   // DirectedLinkId) by traffic outside the modelled jobs; empty = none.
@@ -122,7 +128,7 @@ Status ValidateFlowOptions(const FlowOptions& options, const model::Topology& to
 struct FlowJobSide {
   bool connected = true;
   double comm_s = 0;        // bandwidth_s + latency_s (hash modes: mean over seeds)
-  double bandwidth_s = 0;   // when the job's last flow finishes
+  double bandwidth_s = 0;   // when the job's last flow finishes (drained: less the ring phase credit)
   double latency_s = 0;     // steps x (2 x max_hops x per_hop_latency_s + per_message_overhead_s)
   double iteration_s = 0;   // compute_s + (1 - overlap) * comm_s
   double comm_s_worst = 0;  // hash modes: worst seed; otherwise = comm_s
@@ -162,6 +168,7 @@ struct FlowModelInfo {
   double per_message_overhead_s = 0;
   double overload_threshold = 0;
   double overload_penalty = 0;
+  double ring_phase_overlap = 0;  // FlowOptions::ring_phase_overlap
   bool background = false;
   size_t links_penalised = 0;  // drained run
   uint64_t flows = 0;          // rank-level flows

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "sim/flow_ring_phase.h"
 #include "sim/flow_sim_state.h"
 
 namespace drainwise::sim {
@@ -66,11 +67,13 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
         s.bandwidth_s += t.bandwidth_s / static_cast<double>(nseeds);
         s.latency_s += t.latency_s / static_cast<double>(nseeds);
       };
+      const JobTimes dj = WithRingPhaseCredit(st.workload, job, static_cast<uint32_t>(j), bt[j], dt[j],
+                                              o.ring_phase_overlap);  // flow_ring_phase.h
       side(r.baseline, bt[j], base_sum[j]);
-      side(r.drained, dt[j], drain_sum[j]);
-      if (bt[j].connected && dt[j].connected) {
+      side(r.drained, dj, drain_sum[j]);
+      if (bt[j].connected && dj.connected) {
         const double bi = Iteration(job, bt[j].bandwidth_s + bt[j].latency_s);
-        const double di = Iteration(job, dt[j].bandwidth_s + dt[j].latency_s);
+        const double di = Iteration(job, dj.bandwidth_s + dj.latency_s);
         const double pct = bi > 0 ? (di / bi - 1) * 100 : 0.0;
         slow_sum[j] += pct;
         if (k == 0 || pct > r.slowdown_pct_worst.value_or(-kInf)) r.slowdown_pct_worst = pct;
@@ -227,6 +230,7 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
   m.per_message_overhead_s = o.per_message_overhead_s;
   m.overload_threshold = o.overload_threshold;
   m.overload_penalty = o.overload_penalty;
+  m.ring_phase_overlap = o.ring_phase_overlap;
   m.background = !o.background_bps.empty();
   m.links_penalised = d0.links_penalised;
   m.flows = st.workload.rank_flows;

@@ -58,10 +58,8 @@ Result<BlastRadius> SelectBlastRadius(const model::Snapshot& snapshot, const mod
     if (host_in[n]) br.hosts.push_back(model::NodeId(n));
   }
   if (br.hosts.size() > options.max_hosts || br.flows > options.max_flows) {
-    return MakeError(ErrorCode::kTooLarge,
-                     fmt::format("packet level: the blast radius of this drain has {} jobs, {} hosts and {} flows; the "
-                                 "cap is {} hosts and {} flows (packet options max_hosts, max_flows)",
-                                 br.jobs.size(), br.hosts.size(), br.flows, options.max_hosts, options.max_flows));
+    br.over_cap = true;
+    return br;
   }
   // Every link of a shortest path of a selected flow, before and after.
   const RoutingIndex index(topo);

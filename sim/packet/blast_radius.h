@@ -11,8 +11,9 @@
 // Traffic of jobs outside the selection is not replayed.
 //
 // Cap: at most options.max_hosts hosts and options.max_flows rank-level
-// flows (TCP connections); above either, kTooLarge naming the cap and the
-// size asked. Pure.
+// flows (TCP connections); above either, `over_cap` is set and the fabric
+// (switches, links) is not computed: the caller refuses with
+// BlastRadiusTooLarge. Pure.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,7 @@ struct BlastRadius {
   std::vector<model::NodeId> switches;  // ascending
   std::vector<model::LinkId> links;     // ascending
   uint64_t flows = 0;                   // rank-level flows of the jobs
+  bool over_cap = false;                // hosts > max_hosts or flows > max_flows: no switches, no links
 };
 
 Result<BlastRadius> SelectBlastRadius(const model::Snapshot& snapshot, const model::Drain& drain,

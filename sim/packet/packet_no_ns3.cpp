@@ -16,6 +16,10 @@ Result<RunOutput> RunScenario(const RunInput&, const PacketOptions&, std::stop_t
                               const std::function<void(double)>&) {
   return MakeError(ErrorCode::kUnavailable, std::string(PacketLevelUnavailableMessage()));
 }
+Result<std::vector<RunOutput>> RunScenarios(const std::vector<const RunInput*>&, const PacketOptions&, std::stop_token,
+                                            const std::function<void(double)>&) {
+  return MakeError(ErrorCode::kUnavailable, std::string(PacketLevelUnavailableMessage()));
+}
 }  // namespace packet_internal
 
 }  // namespace drainwise::sim

@@ -1,5 +1,6 @@
 #include "sim/packet/packet_routing.h"
 
+#include <ns3/abort.h>
 #include <ns3/output-stream-wrapper.h>
 
 namespace drainwise::sim::packet_internal {
@@ -39,8 +40,20 @@ ns3::Ptr<ns3::Ipv4Route> EcmpRouting::MakeRoute(ns3::Ipv4Address destination, ui
   return r;
 }
 
+EcmpRouting::Entry* EcmpRouting::Find(ns3::Ipv4Address destination) {
+  const uint32_t a = destination.Get();
+  if (a < kBase) return nullptr;
+  const uint32_t slot = (a - kBase) / 4;
+  if (slot >= table_.size() || table_[slot].routes.empty()) return nullptr;
+  return &table_[slot];
+}
+
 void EcmpRouting::AddRoute(ns3::Ipv4Address destination, const std::vector<uint32_t>& ifcs) {
-  Entry& e = table_[destination.Get()];
+  const uint32_t a = destination.Get();
+  NS_ABORT_MSG_IF(a < kBase, "drainwise ECMP: destination outside 10.0.0.0/8");
+  const uint32_t slot = (a - kBase) / 4;
+  if (slot >= table_.size()) table_.resize(slot + 1);
+  Entry& e = table_[slot];
   e.routes.clear();
   for (uint32_t ifc : ifcs) e.routes.push_back(MakeRoute(destination, ifc));
 }
@@ -75,28 +88,32 @@ ns3::Ptr<ns3::Ipv4Route> EcmpRouting::RouteOutput(ns3::Ptr<ns3::Packet> p, const
     }
     return MakeRoute(header.GetDestination(), static_cast<uint32_t>(ifc));
   }
-  auto it = table_.find(header.GetDestination().Get());
-  if (it == table_.end() || it->second.routes.empty()) {
+  Entry* e = Find(header.GetDestination());
+  if (!e) {
     sockerr = ns3::Socket::ERROR_NOROUTETOHOST;
     return nullptr;
   }
-  return it->second.routes[Pick(it->second, p, header)];
+  return e->routes[Pick(*e, p, header)];
 }
 
 bool EcmpRouting::RouteInput(ns3::Ptr<const ns3::Packet> p, const ns3::Ipv4Header& header,
                              ns3::Ptr<const ns3::NetDevice> idev, UnicastForwardCallback ucb,
                              MulticastForwardCallback mcb, LocalDeliverCallback lcb, ErrorCallback ecb) {
+  // A switch forwards without asking Ipv4 whether it is the destination
+  // (IsDestinationAddress walks every interface's addresses, a copy each).
+  if (!host_) {
+    if (Entry* e = Find(header.GetDestination())) {
+      ucb(e->routes[Pick(*e, p, header)], p, header);
+      return true;
+    }
+  }
   const int32_t iif = ipv4_->GetInterfaceForDevice(idev);
   if (ipv4_->IsDestinationAddress(header.GetDestination(), static_cast<uint32_t>(iif))) {
     if (lcb.IsNull()) return false;
     lcb(p, header, static_cast<uint32_t>(iif));
     return true;
   }
-  if (host_) return false;  // hosts never transit
-  auto it = table_.find(header.GetDestination().Get());
-  if (it == table_.end() || it->second.routes.empty()) return false;
-  ucb(it->second.routes[Pick(it->second, p, header)], p, header);
-  return true;
+  return false;  // hosts never transit
 }
 
 void EcmpRouting::PrintRoutingTable(ns3::Ptr<ns3::OutputStreamWrapper> stream, ns3::Time::Unit) const {

@@ -12,6 +12,11 @@
 //   spray  round-robin per destination over the next hops, packet by packet.
 // A host sends on the interface its socket is bound to (BindToNetDevice),
 // else the one whose address is the packet's source, else its first NIC.
+// Destinations are the /30-aligned link addresses of packet_ns3.cpp
+// (10.0.0.0/8): the table is a flat vector indexed by (address - 10/8) / 4,
+// and a switch looks a packet's destination up there before anything else
+// (a switch is never a destination), so forwarding costs one index and one
+// hash per hop.
 // ns-3 only: built into the packet-level target when ns-3 is found.
 #pragma once
 
@@ -65,7 +70,9 @@ class EcmpRouting : public ns3::Ipv4RoutingProtocol {
   uint64_t salt_ = 0;
   std::unordered_map<uint32_t, ns3::Ipv4Address> peer_;  // interface -> far end
   std::vector<uint32_t> nics_;                           // host: its NIC interfaces
-  std::unordered_map<uint32_t, Entry> table_;            // destination address -> next hops
+  static constexpr uint32_t kBase = 0x0A000000u;         // 10.0.0.0
+  Entry* Find(ns3::Ipv4Address destination);
+  std::vector<Entry> table_;  // (destination - kBase) / 4 -> next hops
 };
 
 }  // namespace drainwise::sim::packet_internal

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <stop_token>
 #include <vector>
 
@@ -63,5 +64,23 @@ struct RunOutput {
 // connections finished. Errors: kCancelled, kUnavailable (no ns-3).
 Result<RunOutput> RunScenario(const RunInput& in, const PacketOptions& options, std::stop_token stop,
                               const std::function<void(double)>& progress);
+
+// Runs every input and returns their outputs in the same order.
+// options.parallel_runs and more than one input: each input in a child
+// process of its own (fork), all at once, the results back over a pipe
+// (packet_fork.cpp): ns-3's simulator is one per process, so this is how
+// baseline and drained use two cores. Otherwise one after another through
+// RunScenario. `progress(f)`: mean share done of the runs, from the calling
+// thread. `stop` kills the children. Errors: those of RunScenario, and
+// kInternal when a child dies without an answer (its signal is named).
+Result<std::vector<RunOutput>> RunScenarios(const std::vector<const RunInput*>& ins, const PacketOptions& options,
+                                            std::stop_token stop, const std::function<void(double)>& progress);
+
+// ns-3 side only (packet_ns3.cpp): the mutex RunScenario takes, and a run
+// for a caller that holds it (the fork runner, which forks under it so no
+// child copies a half-built ns-3).
+std::mutex& Ns3Mutex();
+Result<RunOutput> RunScenarioLocked(const RunInput& in, const PacketOptions& options, std::stop_token stop,
+                                    const std::function<void(double)>& progress);
 
 }  // namespace drainwise::sim::packet_internal

@@ -220,23 +220,67 @@ BuiltRun BuildRun(const model::Snapshot& snapshot, const Workload& workload, con
 
 }  // namespace
 
-Result<PacketReport> SimulatePackets(const model::Snapshot& snapshot, const model::Drain& drain,
-                                     const PacketOptions& options, std::stop_token stop) {
+struct PacketPlan {
+  model::Drain drain;
+  Workload workload;
+  FlowReport flows;
+  BlastRadius br;
+  size_t max_hosts = 0, max_flows = 0;
+};
+
+Error BlastRadiusTooLarge(const PacketBlastRadiusSize& z) {
+  return Error{ErrorCode::kTooLarge,
+               fmt::format("packet level: the blast radius of this drain has {} jobs, {} hosts and {} flows; the "
+                           "cap is {} hosts and {} flows (packet options max_hosts, max_flows)",
+                           z.jobs, z.hosts, z.flows, z.max_hosts, z.max_flows)};
+}
+
+PacketBlastRadiusSize Size(const PacketPlan& plan) {
+  return {plan.br.jobs.size(), plan.br.hosts.size(), plan.br.flows, plan.max_hosts, plan.max_flows};
+}
+
+Result<std::shared_ptr<const PacketPlan>> PlanPackets(const model::Snapshot& snapshot, const model::Drain& drain,
+                                                      const PacketOptions& options, std::stop_token stop) {
   if (!PacketLevelAvailable()) return MakeError(ErrorCode::kUnavailable, std::string(PacketLevelUnavailableMessage()));
   if (!snapshot.topology || !snapshot.jobs) return InvalidArgument("packet simulation: empty snapshot");
   if (auto ok = ValidatePacketOptions(options); !ok) return tl::unexpected(ok.error());
-  auto progress = [&](double f) {
-    if (options.progress) options.progress(std::clamp(f, 0.0, 1.0));
-  };
   model::SnapshotPtr view(model::SnapshotPtr{}, &snapshot);
   const JobSimIndex index(view);
   auto assessment = AssessJobs(index, drain, stop);
   if (!assessment) return tl::unexpected(assessment.error());
   auto flows = SimulateFlows(snapshot, drain, options.flow, stop);
   if (!flows) return tl::unexpected(flows.error());
-  const Workload workload = BuildWorkload(*snapshot.topology, *snapshot.jobs);
-  auto br = SelectBlastRadius(snapshot, drain, workload, *assessment, *flows, options);
+  auto plan = std::make_shared<PacketPlan>();
+  plan->drain = drain;
+  plan->workload = BuildWorkload(*snapshot.topology, *snapshot.jobs);
+  auto br = SelectBlastRadius(snapshot, drain, plan->workload, *assessment, *flows, options);
   if (!br) return tl::unexpected(br.error());
+  plan->flows = std::move(*flows);
+  plan->br = std::move(*br);
+  plan->max_hosts = options.max_hosts;
+  plan->max_flows = options.max_flows;
+  return std::shared_ptr<const PacketPlan>(std::move(plan));
+}
+
+Result<PacketReport> SimulatePackets(const model::Snapshot& snapshot, const model::Drain& drain,
+                                     const PacketOptions& options, std::stop_token stop) {
+  auto plan = PlanPackets(snapshot, drain, options, stop);
+  if (!plan) return tl::unexpected(plan.error());
+  return SimulatePlannedPackets(snapshot, **plan, options, stop);
+}
+
+Result<PacketReport> SimulatePlannedPackets(const model::Snapshot& snapshot, const PacketPlan& plan,
+                                            const PacketOptions& options, std::stop_token stop) {
+  if (!PacketLevelAvailable()) return MakeError(ErrorCode::kUnavailable, std::string(PacketLevelUnavailableMessage()));
+  if (auto ok = ValidatePacketOptions(options); !ok) return tl::unexpected(ok.error());
+  if (plan.br.over_cap) return tl::unexpected(BlastRadiusTooLarge(Size(plan)));
+  auto progress = [&](double f) {
+    if (options.progress) options.progress(std::clamp(f, 0.0, 1.0));
+  };
+  const Workload& workload = plan.workload;
+  const FlowReport* flows = &plan.flows;
+  const BlastRadius* br = &plan.br;
+  const model::Drain& drain = plan.drain;
   progress(0.05);
 
   PacketReport report;
@@ -263,19 +307,22 @@ Result<PacketReport> SimulatePackets(const model::Snapshot& snapshot, const mode
   }
   const model::DrainMask none;
   const model::DrainMask drained(*snapshot.topology, drain);
+  BuiltRun runs[2] = {BuildRun(snapshot, workload, *br, none, options),
+                      BuildRun(snapshot, workload, *br, drained, options)};
+  auto outs = packet_internal::RunScenarios({&runs[0].in, &runs[1].in}, options, stop,
+                                            [&](double f) { progress(std::min(0.95, 0.05 + 0.9 * f)); });
+  if (!outs) return tl::unexpected(outs.error());
   for (int side = 0; side < 2; ++side) {
-    BuiltRun run = BuildRun(snapshot, workload, *br, side == 0 ? none : drained, options);
-    const double base = side == 0 ? 0.05 : 0.5;
-    auto out = packet_internal::RunScenario(run.in, options, stop, [&](double f) { progress(base + 0.45 * f); });
-    if (!out) return tl::unexpected(out.error());
+    const BuiltRun& run = runs[side];
+    packet_internal::RunOutput& out = (*outs)[side];
     std::vector<double> comm(br->jobs.size(), 0);
     std::vector<uint8_t> done(br->jobs.size(), 1);
     for (size_t f = 0; f < run.in.flows.size(); ++f) {
       const uint32_t slot = run.in.flows[f].job_slot;
-      if (out->flow_done_s[f] < 0) {
+      if (out.flow_done_s[f] < 0) {
         done[slot] = 0;
       } else {
-        comm[slot] = std::max(comm[slot], out->flow_done_s[f]);
+        comm[slot] = std::max(comm[slot], out.flow_done_s[f]);
       }
     }
     for (size_t s = 0; s < br->jobs.size(); ++s) {
@@ -288,9 +335,9 @@ Result<PacketReport> SimulatePackets(const model::Snapshot& snapshot, const mode
         js.iteration_s = job.iteration.compute_s + (1 - job.iteration.overlap) * comm[s];
       }
     }
-    (side == 0 ? report.baseline : report.drained) = std::move(out->stats);
-    progress(side == 0 ? 0.5 : 0.95);
+    (side == 0 ? report.baseline : report.drained) = std::move(out.stats);
   }
+  progress(0.95);
   for (PacketJobResult& r : report.jobs) {
     if (r.baseline.completed && r.drained.completed && r.baseline.iteration_s > 0) {
       r.slowdown_pct = (r.drained.iteration_s / r.baseline.iteration_s - 1) * 100;

@@ -21,15 +21,20 @@
 // how to enable it (install libns3-dev, rebuild); the REST API answers 501
 // Not Implemented with that message.
 //
-// Threads. ns-3 keeps one global simulator per process: runs are serialised
-// by a process-wide mutex (a second caller waits; `stop` is honoured while
-// waiting only between runs). Do not use ns-3 elsewhere in the process.
+// Threads and processes. ns-3 keeps one global simulator per process. With
+// `parallel_runs` (the default) baseline and drained run at once in two
+// child processes (fork, packet_fork.cpp), results back over a pipe;
+// otherwise in this process one after another. Either way runs in this
+// process are serialised by a process-wide mutex (a second caller waits;
+// `stop` is honoured while waiting only between runs). Do not use ns-3
+// elsewhere in the process.
 //
 // Units: seconds, bits per second, bytes.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string_view>
@@ -75,6 +80,12 @@ struct PacketOptions {
   int max_ring_steps = 512;
   // A run stops at this simulated time; unfinished jobs are reported so.
   double max_simulated_s = 1.0;
+  // Baseline and drained in two forked child processes at once (half the
+  // wall time on 2 cores, the same numbers); false: one after another in
+  // this process (no fork: debuggers, platforms where fork is unwanted, and
+  // multi-threaded callers such as the daemon, whose other threads' locks
+  // a child would inherit).
+  bool parallel_runs = true;
 
   // Blast radius (blast_radius.h).
   size_t max_hosts = 128;   // hosts in the blast radius
@@ -87,8 +98,9 @@ struct PacketOptions {
   // The flow level run for the blast radius and the side-by-side table.
   FlowOptions flow;
 
-  // Called with the share done, 0..1, from the calling thread (between runs
-  // and every 50 us of simulated time).
+  // Called with the share done, 0..1, never decreasing, from the calling
+  // thread: every 50 ms of wall time while the forked runs go (when a child
+  // reports), or every 50 us of simulated time in the single-process path.
   std::function<void(double)> progress;
 };
 
@@ -155,7 +167,36 @@ struct PacketReport {
 // Errors: kInvalidArgument (options, drain ids), kTooLarge (blast radius
 // above a cap: the message names the cap and the size asked), kUnavailable
 // (no ns-3 in this build), kCancelled (`stop`).
+// = PlanPackets, then SimulatePlannedPackets.
 Result<PacketReport> SimulatePackets(const model::Snapshot& snapshot, const model::Drain& drain,
                                      const PacketOptions& options, std::stop_token stop = {});
+
+// The blast radius's size next to its cap.
+struct PacketBlastRadiusSize {
+  size_t jobs = 0;
+  size_t hosts = 0;
+  uint64_t flows = 0;  // rank-level flows (TCP connections)
+  size_t max_hosts = 0;
+  size_t max_flows = 0;
+  bool within_cap() const { return hosts <= max_hosts && flows <= max_flows; }
+};
+// kTooLarge, its message naming the size asked and the cap.
+Error BlastRadiusTooLarge(const PacketBlastRadiusSize& size);
+
+// What a packet-level request settles before its first packet: the job
+// level, the flow level (whole snapshot, options.flow) and the blast radius
+// they select (blast_radius.h). Seconds at most, so a server can make it on
+// the request path and refuse a request above the cap before starting a
+// background run. Succeeds above the cap (Size says so). Keeps a copy of
+// `drain`. Errors: kInvalidArgument, kUnavailable (no ns-3), kCancelled.
+struct PacketPlan;
+Result<std::shared_ptr<const PacketPlan>> PlanPackets(const model::Snapshot& snapshot, const model::Drain& drain,
+                                                      const PacketOptions& options, std::stop_token stop = {});
+PacketBlastRadiusSize Size(const PacketPlan& plan);
+// Runs a plan. REQUIRES: `plan` was made by PlanPackets from `snapshot`
+// and options with the same fields (progress aside). Errors: kTooLarge
+// (above the cap), kUnavailable, kCancelled.
+Result<PacketReport> SimulatePlannedPackets(const model::Snapshot& snapshot, const PacketPlan& plan,
+                                            const PacketOptions& options, std::stop_token stop = {});
 
 }  // namespace drainwise::sim

@@ -13,7 +13,7 @@ Result<sim::FlowOptions> ParseFlowOptions(const json& simulation) {
   try {
     codec::ObjectReader r(simulation, "simulation");
     r.RejectUnknown({"routing", "hash_seeds", "seed", "goodput", "per_hop_latency_us", "per_message_overhead_us",
-                     "overload_threshold", "overload_penalty", "hot_links"});
+                     "overload_threshold", "overload_penalty", "hot_links", "ring_phase_overlap"});
     if (r.Has("routing")) {
       auto m = sim::ParseFlowRouting(r.String("routing"));
       if (!m)
@@ -30,6 +30,10 @@ Result<sim::FlowOptions> ParseFlowOptions(const json& simulation) {
     o.overload_threshold = r.NumberOr("overload_threshold", o.overload_threshold);
     o.overload_penalty = r.NumberOr("overload_penalty", o.overload_penalty);
     o.hot_links = static_cast<int>(r.IntOr("hot_links", o.hot_links));
+    o.ring_phase_overlap = r.NumberOr("ring_phase_overlap", o.ring_phase_overlap);
+    if (!(o.ring_phase_overlap >= 0 && o.ring_phase_overlap <= 1)) {
+      throw codec::FieldError(r.Child("ring_phase_overlap"), "must be within [0, 1]");
+    }
     if (!(o.goodput > 0 && o.goodput <= 1)) throw codec::FieldError(r.Child("goodput"), "must be within (0, 1]");
     if (o.hash_seeds < 1 || o.hash_seeds > 1024) throw codec::FieldError(r.Child("hash_seeds"), "must be 1..1024");
     if (o.per_hop_latency_s < 0) throw codec::FieldError(r.Child("per_hop_latency_us"), "must be >= 0");

@@ -184,6 +184,8 @@ json FlowReportToJson(const sim::FlowReport& r, const model::Snapshot& snap, con
                 {"classes_adapted", m.classes_adapted},
                 {"events", m.events},
                 {"simulated_s", Seconds(m.simulated_s)}};
+  // Only when on, so documents of the default model are unchanged.
+  if (m.ring_phase_overlap > 0) model["ring_phase_overlap"] = m.ring_phase_overlap;
 
   return {{"jobs", jobs},
           {"links", links},

@@ -195,3 +195,77 @@ TEST_CASE("an assessment asking for modes packet starts a background run instead
   CHECK(stored.Json()["ticket"] == "CHG-7");
   CHECK(stored.Json()["kind"] == "packet");
 }
+
+namespace {
+
+// `leaves` leaves of 8 hosts at 100G under two spines (400G per leaf-spine
+// link) and one job whose permutation h_i -> h_(i+8) crosses the spines.
+void LoadWide(testing::Daemon& d, int leaves) {
+  json nodes = json::array({{{"id", "spine0"}, {"kind", "switch"}, {"tier", "spine"}},
+                            {{"id", "spine1"}, {"kind", "switch"}, {"tier", "spine"}}});
+  json links = json::array(), hosts = json::array(), flows = json::array();
+  const int n = 8 * leaves;
+  for (int l = 0; l < leaves; ++l) {
+    const std::string leaf = "leaf" + std::to_string(l);
+    nodes.push_back({{"id", leaf}, {"kind", "switch"}, {"tier", "leaf"}});
+    for (const char* s : {"spine0", "spine1"}) links.push_back({{"a", leaf}, {"b", s}, {"gbps", 400}});
+  }
+  for (int h = 0; h < n; ++h) {
+    const std::string id = "h" + std::to_string(h);
+    nodes.push_back({{"id", id}, {"kind", "host"}, {"gpus", 1}});
+    links.push_back({{"a", id}, {"b", "leaf" + std::to_string(h / 8)}, {"gbps", 100}});
+    hosts.push_back(id);
+    flows.push_back({{"src", id}, {"dst", "h" + std::to_string((h + 8) % n)}, {"bytes", 1e6}});
+  }
+  json topology = {{"format", "drainwise.topology/v1"}, {"name", "wide"}, {"nodes", nodes}, {"links", links}};
+  json jobs = {{"format", "drainwise.jobs/v1"},
+               {"jobs",
+                {{{"id", "wide"},
+                  {"hosts", hosts},
+                  {"gpus_per_host", 1},
+                  {"iteration", {{"compute_ms", 0}, {"collectives", {{{"kind", "flows"}, {"flows", flows}}}}}}}}}};
+  REQUIRE(d.Call("PUT", "/v1/topology", topology.dump()).status == 201);
+  REQUIRE(d.Call("PUT", "/v1/jobs", jobs.dump()).status == 201);
+}
+
+void CheckRefusal(const testing::HttpReply& r, int hosts, int flows, int max_hosts, int max_flows) {
+  CHECK_MESSAGE(r.status == 422, r.body);
+  CHECK(r.headers.at("content-type").find("application/problem+json") != std::string::npos);
+  json p = r.Json();
+  CHECK(p["type"] == "https://drainwise.dev/problems/blast-radius-too-large");
+  CHECK(p["blast_radius"]["hosts"] == hosts);
+  CHECK(p["blast_radius"]["flows"] == flows);
+  CHECK(p["cap"]["max_hosts"] == max_hosts);
+  CHECK(p["cap"]["max_flows"] == max_flows);
+  const std::string detail = p["detail"].get<std::string>();
+  CHECK_MESSAGE(detail.find(std::to_string(hosts) + " hosts") != std::string::npos, detail);
+  CHECK_MESSAGE(detail.find("cap is " + std::to_string(max_hosts) + " hosts and " + std::to_string(max_flows) +
+                            " flows") != std::string::npos,
+                detail);
+}
+
+}  // namespace
+
+TEST_CASE("a packet request above the blast-radius cap is refused at POST with 422, and no run starts") {
+  testing::Daemon d;
+  REQUIRE_MESSAGE(d.started(), d.log());
+  if (!sim::PacketLevelAvailable()) return;
+  // 17 leaves x 8 = 136 hosts, all in the one job the spine drain touches:
+  // 136 hosts and 136 flows asked against the default cap of 128 and 4096.
+  LoadWide(d, 17);
+  CheckRefusal(d.Call("POST", "/v1/simulations", R"({"mode":"packet","drain":{"switches":["spine1"]}})"), 136, 136, 128,
+               4096);
+  // The same through an assessment asking for the packet mode.
+  CheckRefusal(d.Call("POST", "/v1/assessments", R"({"drain":{"switches":["spine1"]},"modes":["packet"]})"), 136, 136,
+               128, 4096);
+  CHECK(d.Get("/v1/simulations").Json()["simulations"].empty());
+  CHECK(d.log().find("packet run refused: blast radius of 136 hosts, 136 flows") != std::string::npos);
+  // A cap lowered by the request: 16 hosts (2 leaves) against max_flows 8.
+  testing::Daemon small;
+  REQUIRE_MESSAGE(small.started(), small.log());
+  LoadWide(small, 2);
+  CheckRefusal(
+      small.Call("POST", "/v1/simulations", R"({"mode":"packet","drain":{"switches":["spine1"]},"max_flows":8})"), 16,
+      16, 128, 8);
+  CHECK(small.Get("/v1/simulations").Json()["simulations"].empty());
+}

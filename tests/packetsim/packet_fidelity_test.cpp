@@ -7,9 +7,11 @@
 // both model exactly alike) and their defaults otherwise (flow: goodput 0.95,
 // 1 us per hop, 5 us per step; packet: DCTCP, 4 KiB MTU, 1 us per hop, 5 us
 // per step). Every run is under ~2 ms of simulated time.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 
 #include <doctest/doctest.h>
 
@@ -17,6 +19,10 @@
 
 namespace drainwise {
 namespace {
+
+// FlowOptions::ring_phase_overlap for the second flow-level column: the
+// value docs/model.md ("Ring phase drift") fits to this suite.
+constexpr double kRingPhaseOverlap = 0.5;
 
 using model::CollectiveKind;
 using packettest::CollectiveJob;
@@ -114,10 +120,12 @@ std::vector<Case> Cases() {
 TEST_CASE("fidelity: the flow level's slowdowns against the packet level's") {
   if (!sim::PacketLevelAvailable()) return;
   std::printf(
-      "| case | job | flows | packet slowdown | flow slowdown | flow - packet (points) | packet comm before / after "
-      "(us) | flow comm before / after (us) | wall (s) |\n");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  double worst = 0;
+      "| case | job | flows | packet slowdown | flow slowdown | flow - packet (points) | flow slowdown, ring phase "
+      "%.2f | its flow - packet (points) | packet comm before / after (us) | flow comm before / after (us) | wall (s) "
+      "|\n",
+      kRingPhaseOverlap);
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  double worst = 0, worst_phase = 0;
   for (const Case& c : Cases()) {
     CAPTURE(c.name);
     auto topo = Fabric(c.fabric);
@@ -128,6 +136,11 @@ TEST_CASE("fidelity: the flow level's slowdowns against the packet level's") {
     auto r = sim::SimulatePackets(*snap, DrainSwitches(*topo, c.drain), o);
     REQUIRE_MESSAGE(r.has_value(), r.error().message);
     REQUIRE_FALSE(r->jobs.empty());
+    // The flow level again with the ring phase drift term (sim/flow_ring_phase.h).
+    sim::FlowOptions phased = o.flow;
+    phased.ring_phase_overlap = kRingPhaseOverlap;
+    auto fp = sim::SimulateFlows(*snap, DrainSwitches(*topo, c.drain), phased);
+    REQUIRE_MESSAGE(fp.has_value(), fp.error().message);
     for (const auto& j : r->jobs) {
       const auto& job = snap->jobs->job(j.job);
       CAPTURE(job.id);
@@ -137,10 +150,35 @@ TEST_CASE("fidelity: the flow level's slowdowns against the packet level's") {
       REQUIRE(j.flow_slowdown_pct.has_value());
       const double err = *j.flow_slowdown_pct - *j.slowdown_pct;
       worst = std::max(worst, std::abs(err));
-      std::printf("| %s | %s | %llu | %+.1f%% | %+.1f%% | %+.1f | %.0f / %.0f | %.0f / %.0f | %.1f |\n", c.name,
-                  job.id.c_str(), static_cast<unsigned long long>(j.flows), *j.slowdown_pct, *j.flow_slowdown_pct, err,
-                  j.baseline.comm_s * 1e6, j.drained.comm_s * 1e6, j.flow_baseline_comm_s * 1e6,
-                  j.flow_drained_comm_s * 1e6, r->baseline.wall_s + r->drained.wall_s);
+      const std::optional<double>& phase_pct = fp->jobs[j.job.value].slowdown_pct;
+      REQUIRE(phase_pct.has_value());
+      const double phase_err = *phase_pct - *j.slowdown_pct;
+      worst_phase = std::max(worst_phase, std::abs(phase_err));
+      std::printf(
+          "| %s | %s | %llu | %+.1f%% | %+.1f%% | %+.1f | %+.1f%% | %+.1f | %.0f / %.0f | %.0f / %.0f | %.1f |\n",
+          c.name, job.id.c_str(), static_cast<unsigned long long>(j.flows), *j.slowdown_pct, *j.flow_slowdown_pct, err,
+          *phase_pct, phase_err, j.baseline.comm_s * 1e6, j.drained.comm_s * 1e6, j.flow_baseline_comm_s * 1e6,
+          j.flow_drained_comm_s * 1e6, r->baseline.wall_s + r->drained.wall_s);
+      // The term only ever lowers a drained ring's time, never below its
+      // baseline's bandwidth time: never above the plain flow level.
+      CHECK(*phase_pct <= *j.flow_slowdown_pct + 1e-9);
+      // Bounds with the term, from the table this suite printed: on the
+      // all-ring jobs it applies to, +27.9 -> +0.2 points (the 16-host ring,
+      // which theta = 0.5 was fitted to: B0 = 316 us, B = 632 us, L = 30
+      // steps x 13 us = 390 us, credit min(316, 195) = 195 us, drained comm
+      // 1022 - 195 = 827 us, +17.1 % against the packet level's +16.9 %)
+      // and +7.0 -> -0.2 (the 128-host ring, not fitted: its 254 x 17 us of
+      // latency hide all of the drain's 334 us, 0 % against +0.2 %). 5
+      // points either way on those; elsewhere the plain flow level's error
+      // stands (worst +25.3, the 3-tier permutation's baseline): 30.
+      const bool all_ring = std::all_of(
+          job.iteration.collectives.begin(), job.iteration.collectives.end(), [](const model::Collective& k) {
+            return k.kind == CollectiveKind::kAllReduce || k.kind == CollectiveKind::kAllGather ||
+                   k.kind == CollectiveKind::kReduceScatter;
+          });
+      if (all_ring) CHECK(std::abs(phase_err) <= 5);
+      CHECK(std::abs(phase_err) <= 30);
+      CHECK(phase_err >= -5);
       // Bounds, from the table this suite printed (docs/validation.md):
       // |flow - packet| was at most 27.9 points (the 16-host ring: its steps
       // are latency-bound and ring edges drift out of phase at the packet
@@ -153,7 +191,7 @@ TEST_CASE("fidelity: the flow level's slowdowns against the packet level's") {
       CHECK(err >= -5);
     }
   }
-  std::printf("worst |flow - packet| = %.1f points\n", worst);
+  std::printf("worst |flow - packet| = %.1f points; with the ring phase term %.1f\n", worst, worst_phase);
   CHECK(worst > 0);  // the levels are different models: identical numbers would mean one did not run
 }
 

@@ -1,6 +1,10 @@
 // The packet level on hand-checkable cases: a permutation through a halved
 // uplink, an empty drain, determinism, the cap and the build without ns-3.
 // Runs are small (under 2 ms simulated each) to keep CI time low.
+#include <algorithm>
+#include <stop_token>
+#include <vector>
+
 #include <doctest/doctest.h>
 
 #include "packetsim/packet_testing.h"
@@ -137,6 +141,57 @@ TEST_CASE("packet level: a job the drain does not touch is left out of the blast
   REQUIRE(r.has_value());
   CHECK(r->jobs.empty());
   CHECK(r->hosts == 0);
+}
+
+}  // namespace
+}  // namespace drainwise
+
+namespace drainwise {
+namespace {
+
+TEST_CASE("packet level: the forked runs give the numbers of the single-process runs, and progress to the end") {
+  if (!sim::PacketLevelAvailable()) return;
+  // Baseline and drained in two child processes (parallel_runs, the
+  // default) or one after another here: the same scenarios on the same
+  // seeds, so the same numbers to the last bit.
+  auto topo = Fabric(SixteenHosts());
+  auto snap = Snapshot(topo, {PermutationJob("perm", HostNames(*topo), 8, 1e6)});
+  const model::Drain drain = DrainSwitches(*topo, {"spine1"});
+  sim::PacketOptions o;
+  std::vector<double> progress;
+  o.progress = [&](double f) { progress.push_back(f); };
+  auto forked = sim::SimulatePackets(*snap, drain, o);
+  REQUIRE_MESSAGE(forked.has_value(), forked.error().message);
+  o.parallel_runs = false;
+  o.progress = nullptr;
+  auto here = sim::SimulatePackets(*snap, drain, o);
+  REQUIRE_MESSAGE(here.has_value(), here.error().message);
+  REQUIRE(forked->jobs.size() == 1);
+  REQUIRE(here->jobs.size() == 1);
+  CHECK(forked->jobs[0].baseline.comm_s == here->jobs[0].baseline.comm_s);
+  CHECK(forked->jobs[0].drained.comm_s == here->jobs[0].drained.comm_s);
+  CHECK(forked->baseline.packets_sent == here->baseline.packets_sent);
+  CHECK(forked->drained.ecn_marks == here->drained.ecn_marks);
+  REQUIRE(forked->drained.links.size() == here->drained.links.size());
+  for (size_t l = 0; l < here->drained.links.size(); ++l) {
+    CHECK(forked->drained.links[l].directed_link == here->drained.links[l].directed_link);
+    CHECK(forked->drained.links[l].bytes_sent == here->drained.links[l].bytes_sent);
+    CHECK(forked->drained.links[l].max_queue_packets == here->drained.links[l].max_queue_packets);
+  }
+  REQUIRE_FALSE(progress.empty());
+  CHECK(std::is_sorted(progress.begin(), progress.end()));  // never backwards, not even by a rounding
+  CHECK(progress.back() == 1.0);
+}
+
+TEST_CASE("packet level: a stop fired before the forked runs answers cancelled") {
+  if (!sim::PacketLevelAvailable()) return;
+  auto topo = Fabric(SixteenHosts());
+  auto snap = Snapshot(topo, {PermutationJob("perm", HostNames(*topo), 8, 1e6)});
+  std::stop_source stop;
+  stop.request_stop();
+  auto r = sim::SimulatePackets(*snap, DrainSwitches(*topo, {"spine1"}), sim::PacketOptions{}, stop.get_token());
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == ErrorCode::kCancelled);
 }
 
 }  // namespace

@@ -128,7 +128,7 @@ TEST_CASE("the table: one row per method and pattern, and only probes and consol
     return Admission::kInline;
   };
   for (const char* sim : {"POST /v1/assessments", "POST /v1/plans", "GET /v1/drain-candidates", "POST /v1/observations",
-                          "POST /v1/calibration"}) {
+                          "POST /v1/calibration", "POST /v1/simulations"}) {
     CHECK_MESSAGE(admission_of(sim) == Admission::kSimulation, sim);
   }
   for (const char* read : {"GET /v1/topology", "PUT /v1/topology", "GET /v1/jobs", "GET /v1/assessments",

@@ -4,9 +4,12 @@
 // server/background.h; the modes a run can take are the rows of kModes.
 //
 // Adding a mode: one row below whose Prepare turns the
-// request body and the serving view into a BackgroundRunFn. It runs on a
+// request body and the serving view into a Prepared: a BackgroundRunFn (or
+// a refusal to answer at once, as the packet mode above its cap). It runs on a
 // thread of its own: it must report progress and honour the stop token.
 #include <chrono>
+#include <optional>
+#include <stop_token>
 
 #include <fmt/format.h>
 
@@ -33,16 +36,24 @@ struct RunContext {
   store::Store* store = nullptr;  // results stored as assessments (packet)
   std::atomic<uint64_t>* sequence = nullptr;
   std::string principal;
+  std::stop_token stop;  // the request's
+  std::string path;      // the request's, for problem+json "instance"
+};
+
+// A run to start, or a refusal to answer instead (packet: blast radius above the cap).
+struct Prepared {
+  BackgroundRunFn run;
+  std::optional<ApiResponse> refusal;
 };
 
 // The task-level simulation (sim/task_sim.h) on the serving view's topology.
-Result<BackgroundRunFn> PrepareTask(const json& body, const RunContext& ctx) {
+Result<Prepared> PrepareTask(const json& body, const RunContext& ctx) {
   std::shared_ptr<const model::Topology> topology = ctx.view.snapshot->topology;
   auto run = engine::ParseTaskRequest(engine::ApplyTaskDefaults(ctx.hooks.task_defaults, body), *topology);
   if (!run) return tl::unexpected(run.error());
   auto shared = std::make_shared<engine::TaskRun>(std::move(*run));
-  return [topology, shared, log = ctx.log](const BackgroundProgress& progress,
-                                           std::stop_token stop) -> Result<BackgroundResult> {
+  BackgroundRunFn fn = [topology, shared, log = ctx.log](const BackgroundProgress& progress,
+                                                         std::stop_token stop) -> Result<BackgroundResult> {
     if (log) {
       log->info("task run: {} hosts, {:.0f} h, seed {}, trace {}", topology->hosts().size(),
                 shared->options.horizon_s / 3600, shared->options.seed, shared->trace_source);
@@ -76,16 +87,22 @@ Result<BackgroundRunFn> PrepareTask(const json& body, const RunContext& ctx) {
     result.renditions["csv"] = report::TaskSeriesCsv(*report);
     return result;
   };
+  return Prepared{std::move(fn), std::nullopt};
 }
 
-// The packet level on ns-3 for a drain's blast radius (routes/packet_run.h).
-Result<BackgroundRunFn> PreparePacket(const json& body, const RunContext& ctx) {
-  return PreparePacketRun(body, PacketRunContext{ctx.view, ctx.log, ctx.store, ctx.sequence, ctx.principal});
+// The packet level on ns-3 for a drain's blast radius (routes/packet_run.h);
+// refused here, before any run, above the blast-radius cap.
+Result<Prepared> PreparePacket(const json& body, const RunContext& ctx) {
+  auto p =
+      PreparePacketRun(body, PacketRunContext{ctx.view, ctx.log, ctx.store, ctx.sequence, ctx.principal, ctx.stop});
+  if (!p) return tl::unexpected(p.error());
+  if (p->refused) return Prepared{nullptr, BlastRadiusProblem(*p->refused, ctx.path)};
+  return Prepared{std::move(p->run), std::nullopt};
 }
 
 struct Mode {
   const char* name;
-  Result<BackgroundRunFn> (*prepare)(const json& body, const RunContext& ctx);
+  Result<Prepared> (*prepare)(const json& body, const RunContext& ctx);
 };
 constexpr Mode kModes[] = {
     {"task", PrepareTask},
@@ -134,10 +151,11 @@ ApiResponse Api::PostSimulationRun(const RoutedRequest& rr) {
   }
   auto view = state_->view();
   if (!view || !view->snapshot) return ErrorResponse(Error{ErrorCode::kUnavailable, "no snapshot loaded yet"}, rr.path);
-  auto fn = found->prepare(
-      *body, RunContext{*view, hooks_.background_log, hooks_, &state_->store(), &sequence_, rr.principal});
+  auto fn = found->prepare(*body, RunContext{*view, hooks_.background_log, hooks_, &state_->store(), &sequence_,
+                                             rr.principal, rr.request.stop, rr.path});
   if (!fn) return ErrorResponse(fn.error(), rr.path);
-  auto id = background_->Start(mode, rr.principal, std::move(*fn));
+  if (fn->refusal) return *fn->refusal;
+  auto id = background_->Start(mode, rr.principal, std::move(fn->run));
   if (!id) {
     ApiResponse r = ErrorResponse(id.error(), rr.path);
     r.headers.emplace_back("Retry-After", "10");

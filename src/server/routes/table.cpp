@@ -72,8 +72,10 @@ const std::vector<Route>& Api::Routes() {
       {"PUT", "/v1/calibration", kAdmin, kRead, &Api::PutCalibration,
        "Replace the calibration (drainwise.calibration/v1)"},
       // background simulations: the route only starts, reads or cancels a run, which runs on a
-      // thread of its own (src/server/background.h), so these wait on the read queue
-      {"POST", "/v1/simulations", kOperator, kRead, &Api::PostSimulationRun,
+      // thread of its own (src/server/background.h), so these wait on the read queue; the POST
+      // waits on the simulation queue: a packet run's blast radius (job and flow level) is
+      // settled before it answers, to refuse one above the cap (routes/packet_run.h)
+      {"POST", "/v1/simulations", kOperator, kSimulation, &Api::PostSimulationRun,
        "Start a long simulation in the background (mode task); 202 with its Location"},
       {"GET", "/v1/simulations", kReader, kRead, &Api::ListSimulationRuns, "Background simulations remembered"},
       {"GET", "/v1/simulations/{id}", kReader, kRead, &Api::GetSimulationRun,
