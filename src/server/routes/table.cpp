@@ -76,7 +76,7 @@ const std::vector<Route>& Api::Routes() {
       // waits on the simulation queue: a packet run's blast radius (job and flow level) is
       // settled before it answers, to refuse one above the cap (routes/packet_run.h)
       {"POST", "/v1/simulations", kOperator, kSimulation, &Api::PostSimulationRun,
-       "Start a long simulation in the background (mode task); 202 with its Location"},
+       "Start a long simulation in the background (mode task or packet); 202 with its Location"},
       {"GET", "/v1/simulations", kReader, kRead, &Api::ListSimulationRuns, "Background simulations remembered"},
       {"GET", "/v1/simulations/{id}", kReader, kRead, &Api::GetSimulationRun,
        "A background simulation: state, progress and, once done, its result (format=json|text|csv)"},
