@@ -110,48 +110,53 @@ struct FlowSimulator::State {
     }
   }
 
-  // What a run may start from: `reuse` is a scenario whose unchanged routes
-  // and solved components are taken over (the baseline of the same seed,
-  // or another seed's run under the same mask); `routes`, a table computed
-  // under the same mask to borrow routes from instead; `previous_paths`, the
-  // baseline whose hashed paths resilient hashing keeps.
-  // Flow problems whose arrays a finished run handed back, for the next
-  // run to fill (hash modes): seeds run one after another on a thread then
-  // write into memory already faulted in instead of fresh pages (on the 32k
-  // MoE case, zeroing fresh pages was ~15 % of the CPU time). Lives for one
-  // Create or Simulate call; holds at most one problem per thread.
-  class ProblemPool {
+  // A free list shared by the seeds of one call, guarded by a mutex.
+  template <class T>
+  class FreeList {
    public:
-    FluidProblem Take() {
+    T Take() {
       std::lock_guard<std::mutex> lock(mu_);
-      if (free_.empty()) return FluidProblem{};
-      FluidProblem p = std::move(free_.back());
+      if (free_.empty()) return T{};
+      T v = std::move(free_.back());
       free_.pop_back();
-      return p;
+      return v;
     }
-    void Give(FluidProblem p) {
-      p.Clear();
+    void Give(T v) {
       std::lock_guard<std::mutex> lock(mu_);
-      free_.push_back(std::move(p));
-    }
-    // The solver's working arrays, likewise.
-    SolverScratch TakeScratch() {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (scratch_.empty()) return SolverScratch{};
-      SolverScratch s = std::move(scratch_.back());
-      scratch_.pop_back();
-      return s;
-    }
-    void GiveScratch(SolverScratch s) {
-      std::lock_guard<std::mutex> lock(mu_);
-      scratch_.push_back(std::move(s));
+      free_.push_back(std::move(v));
     }
 
    private:
     std::mutex mu_;
-    std::vector<FluidProblem> free_;
-    std::vector<SolverScratch> scratch_;
+    std::vector<T> free_;
   };
+  // Flow problems whose arrays a finished run handed back, for the next
+  // run to fill (hash modes): seeds run one after another on a thread then
+  // write into memory already faulted in instead of fresh pages (on the 32k
+  // MoE case, zeroing fresh pages was ~15 % of the CPU time); the solver's
+  // working arrays likewise. Lives for one Create or Simulate call; holds at
+  // most one problem per thread.
+  class ProblemPool {
+   public:
+    FluidProblem Take() { return problems_.Take(); }
+    void Give(FluidProblem p) {
+      p.Clear();
+      problems_.Give(std::move(p));
+    }
+    SolverScratch TakeScratch() { return scratch_.Take(); }
+    void GiveScratch(SolverScratch s) { scratch_.Give(std::move(s)); }
+
+   private:
+    FreeList<FluidProblem> problems_;
+    FreeList<SolverScratch> scratch_;
+  };
+
+  // What a run may start from: `reuse` is a scenario whose unchanged routes
+  // and solved components are taken over (the baseline of the same seed,
+  // or another seed's run under the same mask); `routes`, a table computed
+  // under the same mask to borrow routes from instead; `previous_paths`, the
+  // baseline whose hashed paths resilient hashing keeps; `pool`, where a
+  // hash run's problem arrays and solver scratch come from.
   struct RunFrom {
     const Scenario* reuse = nullptr;
     const RouteTable* routes = nullptr;
