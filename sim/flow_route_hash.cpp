@@ -16,12 +16,7 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   const bool resilient = options.routing == FlowRouting::kHashResilient && base != nullptr;
   const auto& demands = workload.demands;
   std::vector<int16_t> src_nics, dst_nics;
-  for (const FlowDemand& d : demands) RegisterDemand(d, mask, sc.table, src_nics, dst_nics);
-  ComputeClasses(*index, mask,
-                 from.routes  ? from.routes
-                 : from.reuse ? &from.reuse->table
-                              : nullptr,
-                 from.routes != nullptr, false, true, sc.table);
+  RouteClasses(mask, from, false, true, true, sc.table);
 
   const size_t nd = demands.size();
   sc.demand_hops.assign(nd, 0);

@@ -7,17 +7,22 @@
 
 namespace drainwise::sim {
 
-void FlowSimulator::State::RouteSpray(const model::DrainMask& mask, const RunFrom& from, Scenario& sc) const {
-  const bool per_path = options.routing == FlowRouting::kSprayPath || options.routing == FlowRouting::kAdaptive;
-  const auto& demands = workload.demands;
+void FlowSimulator::State::RouteClasses(const model::DrainMask& mask, const RunFrom& from, bool per_path,
+                                        bool sort_by_from, bool keep_links, RouteTable& table) const {
   std::vector<int16_t> src_nics, dst_nics;
-  for (const FlowDemand& d : demands) RegisterDemand(d, mask, sc.table, src_nics, dst_nics);
+  for (const FlowDemand& d : workload.demands) RegisterDemand(d, mask, table, src_nics, dst_nics);
   ComputeClasses(*index, mask,
                  from.routes  ? from.routes
                  : from.reuse ? &from.reuse->table
                               : nullptr,
-                 from.routes != nullptr, per_path, false, sc.table,
-                 /*keep_links=*/options.routing == FlowRouting::kAdaptive);
+                 from.routes != nullptr, per_path, sort_by_from, table, keep_links);
+}
+
+void FlowSimulator::State::RouteSpray(const model::DrainMask& mask, const RunFrom& from, Scenario& sc) const {
+  const bool per_path = options.routing == FlowRouting::kSprayPath || options.routing == FlowRouting::kAdaptive;
+  const auto& demands = workload.demands;
+  std::vector<int16_t> src_nics, dst_nics;
+  RouteClasses(mask, from, per_path, false, /*keep_links=*/options.routing == FlowRouting::kAdaptive, sc.table);
 
   const size_t nd = demands.size();
   std::vector<uint8_t> demand_ok(nd, 0);

@@ -101,9 +101,9 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
   // compute them, from the baseline's), borrowed by every seed's run.
   RouteTable drained_routes;
   if (st.hash()) {
-    std::vector<int16_t> src_nics, dst_nics;
-    for (const FlowDemand& d : st.workload.demands) st.RegisterDemand(d, mask, drained_routes, src_nics, dst_nics);
-    ComputeClasses(*st.index, mask, &st.baseline[0].table, false, false, true, drained_routes);
+    State::RunFrom from;
+    from.reuse = &st.baseline[0];
+    st.RouteClasses(mask, from, false, true, true, drained_routes);
   }
   State::ProblemPool pool;
   auto run = [&](size_t k) {

@@ -163,6 +163,11 @@ struct FlowSimulator::State {
     const Scenario* previous_paths = nullptr;
     ProblemPool* pool = nullptr;  // hash modes: where sc.problem's arrays come from
   };
+  // Registers every demand's routes under `mask` in `table` and computes
+  // them, borrowing from `from.routes` (same mask) or `from.reuse`'s table
+  // (the baseline) where the drain leaves them alone: every mode's first step.
+  void RouteClasses(const model::DrainMask& mask, const RunFrom& from, bool per_path, bool sort_by_from,
+                    bool keep_links, RouteTable& table) const;
   void RouteSpray(const model::DrainMask& mask, const RunFrom& from, Scenario& sc) const;
   void RouteHash(const model::DrainMask& mask, const RunFrom& from, uint64_t seed, Scenario& sc) const;
   // adaptive: `sc` routed and solved spray-path; moves the traffic of the
