@@ -12,8 +12,7 @@ std::string_view PacketLevelUnavailableMessage() {
 }
 
 namespace packet_internal {
-Result<RunOutput> RunScenario(const RunInput&, const PacketOptions&, std::stop_token,
-                              const std::function<void(double)>&) {
+Result<RunOutput> RunScenario(const RunInput&, std::stop_token, const std::function<void(double)>&) {
   return MakeError(ErrorCode::kUnavailable, std::string(PacketLevelUnavailableMessage()));
 }
 Result<std::vector<RunOutput>> RunScenarios(const std::vector<const RunInput*>&, const PacketOptions&, std::stop_token,
@@ -21,5 +20,7 @@ Result<std::vector<RunOutput>> RunScenarios(const std::vector<const RunInput*>&,
   return MakeError(ErrorCode::kUnavailable, std::string(PacketLevelUnavailableMessage()));
 }
 }  // namespace packet_internal
+
+int ServePacketWorker(int, int) { return 2; }  // never spawned: without ns-3 no run starts
 
 }  // namespace drainwise::sim

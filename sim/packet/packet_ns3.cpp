@@ -63,8 +63,8 @@ uint64_t StepBoundary(uint64_t bytes, uint32_t steps, uint32_t k) {
 
 class Driver {
  public:
-  Driver(const RunInput& in, const PacketOptions& o, std::stop_token stop, const std::function<void(double)>& progress)
-      : in_(in), o_(o), stop_(stop), progress_(progress) {}
+  Driver(const RunInput& in, std::stop_token stop, const std::function<void(double)>& progress)
+      : in_(in), o_(in.settings), stop_(stop), progress_(progress) {}
 
   Result<RunOutput> Run() {
     const auto wall_start = std::chrono::steady_clock::now();
@@ -357,7 +357,7 @@ class Driver {
   }
 
   const RunInput& in_;
-  const PacketOptions& o_;
+  const RunSettings& o_;
   std::stop_token stop_;
   const std::function<void(double)>& progress_;
   ns3::NodeContainer nodes_;
@@ -379,11 +379,11 @@ std::mutex& Ns3Mutex() {
   return m;
 }
 
-Result<RunOutput> RunScenarioLocked(const RunInput& in, const PacketOptions& options, std::stop_token stop,
+Result<RunOutput> RunScenarioLocked(const RunInput& in, std::stop_token stop,
                                     const std::function<void(double)>& progress) {
   if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "packet simulation cancelled");
   try {
-    Driver driver(in, options, stop, progress);
+    Driver driver(in, stop, progress);
     return driver.Run();
   } catch (const std::exception& e) {
     ns3::Simulator::Destroy();
@@ -391,10 +391,9 @@ Result<RunOutput> RunScenarioLocked(const RunInput& in, const PacketOptions& opt
   }
 }
 
-Result<RunOutput> RunScenario(const RunInput& in, const PacketOptions& options, std::stop_token stop,
-                              const std::function<void(double)>& progress) {
+Result<RunOutput> RunScenario(const RunInput& in, std::stop_token stop, const std::function<void(double)>& progress) {
   std::lock_guard<std::mutex> lock(Ns3Mutex());
-  return RunScenarioLocked(in, options, stop, progress);
+  return RunScenarioLocked(in, stop, progress);
 }
 
 }  // namespace packet_internal

@@ -44,7 +44,25 @@ struct RunFlow {
   std::vector<uint32_t> preds;
 };
 
+// The options a run reads, copied from PacketOptions (SettingsOf); plain
+// and trivially copyable, so that a spawned worker receives them whole and
+// a new option the runner reads cannot be left out of the wire format.
+struct RunSettings {
+  PacketRouting routing = PacketRouting::kHash;
+  uint64_t seed = 1;
+  double per_hop_delay_s = 0;
+  double per_message_overhead_s = 0;
+  int mtu_bytes = 0;
+  int ecn_threshold_packets = 0;
+  int buffer_packets = 0;
+  int spray_dupack_threshold = 0;
+  double min_rto_s = 0;
+  double max_simulated_s = 0;
+};
+RunSettings SettingsOf(const PacketOptions& options);
+
 struct RunInput {
+  RunSettings settings;
   std::vector<uint8_t> is_host;  // per run node
   std::vector<RunLink> links;
   std::vector<RunRoute> routes;
@@ -62,17 +80,18 @@ struct RunOutput {
 
 // Runs `in` under the process-wide ns-3 mutex. `progress(f)`: share of
 // connections finished. Errors: kCancelled, kUnavailable (no ns-3).
-Result<RunOutput> RunScenario(const RunInput& in, const PacketOptions& options, std::stop_token stop,
-                              const std::function<void(double)>& progress);
+Result<RunOutput> RunScenario(const RunInput& in, std::stop_token stop, const std::function<void(double)>& progress);
 
 // Runs every input and returns their outputs in the same order.
 // options.parallel_runs and more than one input: each input in a child
-// process of its own (fork), all at once, the results back over a pipe
+// process of its own, all at once, the results back over a pipe or socket
 // (packet_fork.cpp): ns-3's simulator is one per process, so this is how
-// baseline and drained use two cores. Otherwise one after another through
-// RunScenario. `progress(f)`: mean share done of the runs, from the calling
-// thread. `stop` kills the children. Errors: those of RunScenario, and
-// kInternal when a child dies without an answer (its signal is named).
+// baseline and drained use two cores. The children are forked, or spawned
+// from options.worker_program when it is set. Otherwise one after another
+// through RunScenario. `progress(f)`: mean share done of the runs, from the
+// calling thread. `stop` kills the children. Errors: those of RunScenario,
+// and kInternal when a child cannot start (the reason is named) or dies
+// without an answer (its signal or exit code is named).
 Result<std::vector<RunOutput>> RunScenarios(const std::vector<const RunInput*>& ins, const PacketOptions& options,
                                             std::stop_token stop, const std::function<void(double)>& progress);
 
@@ -80,7 +99,7 @@ Result<std::vector<RunOutput>> RunScenarios(const std::vector<const RunInput*>& 
 // for a caller that holds it (the fork runner, which forks under it so no
 // child copies a half-built ns-3).
 std::mutex& Ns3Mutex();
-Result<RunOutput> RunScenarioLocked(const RunInput& in, const PacketOptions& options, std::stop_token stop,
+Result<RunOutput> RunScenarioLocked(const RunInput& in, std::stop_token stop,
                                     const std::function<void(double)>& progress);
 
 }  // namespace drainwise::sim::packet_internal

@@ -49,6 +49,23 @@ Status ValidatePacketOptions(const PacketOptions& o) {
   return {};
 }
 
+namespace packet_internal {
+RunSettings SettingsOf(const PacketOptions& o) {
+  RunSettings s;
+  s.routing = o.routing;
+  s.seed = o.seed;
+  s.per_hop_delay_s = o.per_hop_delay_s;
+  s.per_message_overhead_s = o.per_message_overhead_s;
+  s.mtu_bytes = o.mtu_bytes;
+  s.ecn_threshold_packets = o.ecn_threshold_packets;
+  s.buffer_packets = o.buffer_packets;
+  s.spray_dupack_threshold = o.spray_dupack_threshold;
+  s.min_rto_s = o.min_rto_s;
+  s.max_simulated_s = o.max_simulated_s;
+  return s;
+}
+}  // namespace packet_internal
+
 namespace {
 
 bool IsRing(model::CollectiveKind k) {
@@ -67,6 +84,7 @@ BuiltRun BuildRun(const model::Snapshot& snapshot, const Workload& workload, con
   const model::Topology& topo = *snapshot.topology;
   BuiltRun out;
   RunInput& in = out.in;
+  in.settings = packet_internal::SettingsOf(o);
   std::vector<int32_t> node_of(topo.node_count(), -1);
   for (model::NodeId h : br.hosts) {
     node_of[h.value] = static_cast<int32_t>(in.is_host.size());

@@ -37,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <stop_token>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -86,6 +87,13 @@ struct PacketOptions {
   // multi-threaded callers such as the daemon, whose other threads' locks
   // a child would inherit).
   bool parallel_runs = true;
+  // With parallel_runs, when set: each run is a new process of this program
+  // (posix_spawn of its `packet-worker` command, the run sent over a
+  // socket) instead of a fork of this one. A spawned child copies nothing
+  // of this process, no other thread's held lock in particular, so this is
+  // how a multi-threaded caller (the daemon: /proc/self/exe) runs baseline
+  // and drained at once. The program must be this build of drainwise.
+  std::string worker_program;
 
   // Blast radius (blast_radius.h).
   size_t max_hosts = 128;   // hosts in the blast radius
@@ -112,6 +120,14 @@ Status ValidatePacketOptions(const PacketOptions& options);
 bool PacketLevelAvailable();
 // The message of kUnavailable when it does not.
 std::string_view PacketLevelUnavailableMessage();
+
+// The body of `drainwise packet-worker --fd FD --parent PID`, the process
+// PacketOptions::worker_program starts for one run: reads the run from the
+// socket `fd` until its end, runs it, writes progress and the result (or
+// the error) back on `fd` (packet_fork.cpp has the wire format). Killed
+// when the thread that spawned it ends; gives up at once when its parent is
+// no longer `parent_pid`. Returns the process's exit code.
+int ServePacketWorker(int fd, int parent_pid);
 
 // One side (baseline or drained) of a job's packet-level result.
 struct PacketJobSide {

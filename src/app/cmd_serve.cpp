@@ -33,6 +33,7 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/state.h"
+#include "sim/packet/packet_sim.h"
 #include "store/prober.h"
 #include "store/store.h"
 
@@ -406,6 +407,9 @@ int RunServe(const ServeArgs& args) {
   hooks.metrics = [&metrics] { return metrics.Render(); };
   hooks.background_log = Logger("simulations");
   hooks.task_defaults = daemon_config.task;
+  // This very binary (even when an upgrade has replaced its file since it started), so that a worker speaks the
+  // daemon's wire format.
+  if (sim::PacketLevelAvailable()) hooks.packet_worker_program = "/proc/self/exe";
   if ((*store)->shared()) {
     hooks.store_fresh = [&store_prober, &store](std::string* why) {
       return store_prober.Writable(why) && (*store)->Fresh(why);

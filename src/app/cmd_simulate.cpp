@@ -442,4 +442,17 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
   });
 }
 
+// `packet-worker --fd 3 --parent PID`: one packet-level run for a daemon
+// that spawned this program (PacketOptions::worker_program), over the
+// socket on fd 3. Not for people: hidden from --help.
+void RegisterPacketWorker(CLI::App& app, int* exit_code) {
+  CLI::App* cmd = app.add_subcommand("packet-worker", "");
+  cmd->group("");
+  auto fd = std::make_shared<int>(3);
+  auto parent = std::make_shared<int>(0);
+  cmd->add_option("--fd", *fd)->required();
+  cmd->add_option("--parent", *parent)->required();
+  cmd->callback([=] { *exit_code = sim::ServePacketWorker(*fd, *parent); });
+}
+
 }  // namespace drainwise::app

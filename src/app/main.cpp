@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   drainwise::app::RegisterHashToken(app, &exit_code);
   drainwise::app::RegisterCalibrate(app, &exit_code);
   drainwise::app::RegisterConfig(app, &exit_code);
+  drainwise::app::RegisterPacketWorker(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

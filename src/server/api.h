@@ -132,6 +132,10 @@ struct ApiHooks {
   std::shared_ptr<spdlog::logger> background_log;
   // The configuration's "task" section: defaults of every task-level request.
   nlohmann::json task_defaults = nlohmann::json::object();
+  // Packet-level runs: the program whose `packet-worker` command runs baseline and drained in two processes at
+  // once (sim::PacketOptions::worker_program; the daemon: /proc/self/exe). Empty: one after another in this
+  // process.
+  std::string packet_worker_program;
 };
 
 class BackgroundRuns;

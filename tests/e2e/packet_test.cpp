@@ -4,7 +4,10 @@
 // starting such a run. On a 2 x 2 fabric (tests/testing/fabrics.h).
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 
 #include "sim/packet/packet_sim.h"
@@ -32,6 +35,30 @@ void Load(testing::Daemon& d, double bytes) {
   // 50G uplinks, 100G NICs: a leaf's two flows need both spines.
   REQUIRE(d.Call("PUT", "/v1/topology", testing::TwoByTwo(50, 100).dump()).status == 201);
   REQUIRE(d.Call("PUT", "/v1/jobs", CrossJobs(bytes).dump()).status == 201);
+}
+
+// The daemon's child processes running `drainwise packet-worker`, from /proc.
+int PacketWorkers(int daemon_pid) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;  // gone meanwhile
+    // pid (comm) state ppid ...: comm may hold spaces, so read after the last ')'.
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    std::string state;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != daemon_pid || state == "Z") continue;
+    std::ifstream cmdline(e.path() / "cmdline");
+    std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (args.find(std::string("packet-worker\0", 14)) != std::string::npos) ++n;
+  }
+  return n;
 }
 
 json WaitDone(testing::Daemon& d, const std::string& location) {
@@ -103,10 +130,14 @@ TEST_CASE("a packet-level run reports progress and stops when cancelled; a bad o
     return s.value("progress", 0.0) > 0;
   }));
   CHECK(s["state"] == "running");
+  // Baseline and drained at once, each in a `drainwise packet-worker` the
+  // daemon spawned (it never forks itself: its other threads' locks).
+  CHECK(testing::Eventually([&] { return PacketWorkers(d.pid()) == 2; }));
   auto del = d.Call("DELETE", location);
   CHECK(del.status == 202);
   CHECK(testing::Eventually([&] { return d.Get(location).Json().value("state", "") == "cancelled"; }));
   CHECK(d.Get(location).Json()["error"]["code"] == "cancelled");
+  CHECK(PacketWorkers(d.pid()) == 0);  // killed and reaped before the run was marked cancelled
 
   auto bad = d.Call("POST", "/v1/simulations", R"({"mode":"packet","drain":{"switches":["spine9"]}})");
   CHECK(bad.status == 400);

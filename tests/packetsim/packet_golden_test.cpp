@@ -2,6 +2,8 @@
 // uplink, an empty drain, determinism, the cap and the build without ns-3.
 // Runs are small (under 2 ms simulated each) to keep CI time low.
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <stop_token>
 #include <vector>
 
@@ -12,6 +14,7 @@
 namespace drainwise {
 namespace {
 
+using packettest::CollectiveJob;
 using packettest::DrainSwitches;
 using packettest::Fabric;
 using packettest::HostNames;
@@ -149,6 +152,31 @@ TEST_CASE("packet level: a job the drain does not touch is left out of the blast
 namespace drainwise {
 namespace {
 
+// What two runs of the same scenarios on the same seeds share: every
+// number, to the last bit.
+void CheckSameNumbers(const sim::PacketReport& a, const sim::PacketReport& b) {
+  REQUIRE(a.jobs.size() == b.jobs.size());
+  for (size_t j = 0; j < a.jobs.size(); ++j) {
+    CHECK(a.jobs[j].job == b.jobs[j].job);
+    CHECK(a.jobs[j].baseline.comm_s == b.jobs[j].baseline.comm_s);
+    CHECK(a.jobs[j].drained.comm_s == b.jobs[j].drained.comm_s);
+  }
+  for (auto side : {&sim::PacketReport::baseline, &sim::PacketReport::drained}) {
+    const sim::PacketRunStats& x = a.*side;
+    const sim::PacketRunStats& y = b.*side;
+    CHECK(x.simulated_s == y.simulated_s);
+    CHECK(x.packets_sent == y.packets_sent);
+    CHECK(x.ecn_marks == y.ecn_marks);
+    CHECK(x.drops == y.drops);
+    REQUIRE(x.links.size() == y.links.size());
+    for (size_t l = 0; l < x.links.size(); ++l) {
+      CHECK(x.links[l].directed_link == y.links[l].directed_link);
+      CHECK(x.links[l].bytes_sent == y.links[l].bytes_sent);
+      CHECK(x.links[l].max_queue_packets == y.links[l].max_queue_packets);
+    }
+  }
+}
+
 TEST_CASE("packet level: the forked runs give the numbers of the single-process runs, and progress to the end") {
   if (!sim::PacketLevelAvailable()) return;
   // Baseline and drained in two child processes (parallel_runs, the
@@ -166,21 +194,105 @@ TEST_CASE("packet level: the forked runs give the numbers of the single-process 
   o.progress = nullptr;
   auto here = sim::SimulatePackets(*snap, drain, o);
   REQUIRE_MESSAGE(here.has_value(), here.error().message);
-  REQUIRE(forked->jobs.size() == 1);
   REQUIRE(here->jobs.size() == 1);
-  CHECK(forked->jobs[0].baseline.comm_s == here->jobs[0].baseline.comm_s);
-  CHECK(forked->jobs[0].drained.comm_s == here->jobs[0].drained.comm_s);
-  CHECK(forked->baseline.packets_sent == here->baseline.packets_sent);
-  CHECK(forked->drained.ecn_marks == here->drained.ecn_marks);
-  REQUIRE(forked->drained.links.size() == here->drained.links.size());
-  for (size_t l = 0; l < here->drained.links.size(); ++l) {
-    CHECK(forked->drained.links[l].directed_link == here->drained.links[l].directed_link);
-    CHECK(forked->drained.links[l].bytes_sent == here->drained.links[l].bytes_sent);
-    CHECK(forked->drained.links[l].max_queue_packets == here->drained.links[l].max_queue_packets);
-  }
+  CheckSameNumbers(*forked, *here);
   REQUIRE_FALSE(progress.empty());
   CHECK(std::is_sorted(progress.begin(), progress.end()));  // never backwards, not even by a rounding
   CHECK(progress.back() == 1.0);
+}
+
+TEST_CASE("packet level: runs spawned as drainwise packet-worker give the numbers of the single-process runs") {
+  if (!sim::PacketLevelAvailable()) return;
+  // The daemon's way (worker_program): each run sent over a socket to a new
+  // process of the drainwise binary. A permutation and a ring all-reduce,
+  // so that every part of the run's wire format counts: settings, links,
+  // routes, flows with steps and predecessors. Non-default settings
+  // (spray, a seed, delays, a smaller MTU and ECN threshold) must arrive too.
+  REQUIRE_MESSAGE(std::filesystem::exists(DRAINWISE_BINARY), "build the drainwise target first: " DRAINWISE_BINARY);
+  // Even hosts to the permutation, odd ones to the ring: both cross the
+  // spines (hosts 0-7 are one leaf, 8-15 the other).
+  auto topo = Fabric(SixteenHosts());
+  std::vector<std::string> even, odd;
+  for (const std::string& h : HostNames(*topo)) ((even.size() + odd.size()) % 2 == 0 ? even : odd).push_back(h);
+  auto snap = Snapshot(
+      topo, {PermutationJob("perm", even, 4, 1e6), CollectiveJob("ring", odd, model::CollectiveKind::kAllReduce, 1e6)});
+  const model::Drain drain = DrainSwitches(*topo, {"spine1"});
+  sim::PacketOptions o;
+  o.routing = sim::PacketRouting::kSpray;
+  o.flow.routing = sim::FlowRouting::kSpray;
+  o.seed = 7;
+  o.per_hop_delay_s = 2e-6;
+  o.per_message_overhead_s = 3e-6;
+  o.mtu_bytes = 2048;
+  o.ecn_threshold_packets = 20;
+  o.worker_program = DRAINWISE_BINARY;
+  std::vector<double> progress;
+  o.progress = [&](double f) { progress.push_back(f); };
+  auto spawned = sim::SimulatePackets(*snap, drain, o);
+  REQUIRE_MESSAGE(spawned.has_value(), spawned.error().message);
+  o.parallel_runs = false;
+  o.progress = nullptr;
+  auto here = sim::SimulatePackets(*snap, drain, o);
+  REQUIRE_MESSAGE(here.has_value(), here.error().message);
+  REQUIRE(here->jobs.size() == 2);
+  CheckSameNumbers(*spawned, *here);
+  REQUIRE_FALSE(progress.empty());
+  CHECK(std::is_sorted(progress.begin(), progress.end()));
+  CHECK(progress.back() == 1.0);
+
+  // The settings did reach the workers: the default options give other numbers.
+  sim::PacketOptions defaults;
+  defaults.routing = sim::PacketRouting::kSpray;
+  defaults.flow.routing = sim::FlowRouting::kSpray;
+  defaults.parallel_runs = false;
+  auto other = sim::SimulatePackets(*snap, drain, defaults);
+  REQUIRE(other.has_value());
+  CHECK(other->drained.packets_sent != here->drained.packets_sent);  // 4 KiB MTU: about half the packets
+}
+
+TEST_CASE("packet level: a worker that cannot start, or ends without an answer, is an error that says so") {
+  if (!sim::PacketLevelAvailable()) return;
+  auto topo = Fabric(SixteenHosts());
+  auto snap = Snapshot(topo, {PermutationJob("perm", HostNames(*topo), 8, 1e6)});
+  const model::Drain drain = DrainSwitches(*topo, {"spine1"});
+  sim::PacketOptions o;
+  o.worker_program = "/nonexistent/drainwise";
+  auto missing = sim::SimulatePackets(*snap, drain, o);
+  REQUIRE_FALSE(missing.has_value());
+  CHECK(missing.error().code == ErrorCode::kInternal);
+  CHECK(missing.error().message.find("posix_spawn for /nonexistent/drainwise") != std::string::npos);
+  CHECK(missing.error().message.find("No such file") != std::string::npos);
+  // /bin/false starts, reads nothing and exits 1.
+  o.worker_program = "/bin/false";
+  auto silent = sim::SimulatePackets(*snap, drain, o);
+  REQUIRE_FALSE(silent.has_value());
+  CHECK(silent.error().message == "packet run child process exited with 1 and no result");
+}
+
+TEST_CASE("packet level: a stop fired while spawned workers run kills them and answers cancelled") {
+  if (!sim::PacketLevelAvailable()) return;
+  REQUIRE(std::filesystem::exists(DRAINWISE_BINARY));
+  // 40 MB per flow: about 3.2 ms simulated, 15 s of wall time (18 s of CPU)
+  // to the end when not stopped (measured at load 3). The stop comes with
+  // the first progress the waiting loop reports, 50 ms or less after the
+  // workers start; the answer must come back long before the run could end,
+  // so the workers were killed, not waited for.
+  auto topo = Fabric(SixteenHosts());
+  auto snap = Snapshot(topo, {PermutationJob("perm", HostNames(*topo), 8, 4e7)});
+  sim::PacketOptions o;
+  o.worker_program = DRAINWISE_BINARY;
+  std::stop_source stop;
+  int calls = 0;  // the first is SimulatePlannedPackets' own 5 %, before any run starts
+  o.progress = [&](double) {
+    if (++calls == 2) stop.request_stop();
+  };
+  const auto start = std::chrono::steady_clock::now();
+  auto r = sim::SimulatePackets(*snap, DrainSwitches(*topo, {"spine1"}), o, stop.get_token());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(calls >= 2);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == ErrorCode::kCancelled);
+  CHECK(seconds < 3.0);
 }
 
 TEST_CASE("packet level: a stop fired before the forked runs answers cancelled") {

@@ -85,12 +85,13 @@ Result<PreparedPacketRun> PreparePacketRun(const json& body, const PacketRunCont
       return InvalidArgument(fmt::format("max_flows: must be in [1, {}]", o.max_flows));
     o.max_hosts = static_cast<size_t>(max_hosts);
     o.max_flows = static_cast<size_t>(max_flows);
-    // In the daemon the runs stay in this process, one after another: it is
-    // multi-threaded (I/O, workers, logger), and a forked child inherits any
-    // lock another thread held at fork() time. Seen once in 17 end-to-end
-    // runs: a child that never finished (progress stuck at 0.5). The CLI,
-    // the tests and the benchmarks, single-threaded, fork.
-    o.parallel_runs = false;
+    // Never forked here: the daemon is multi-threaded (I/O, workers,
+    // logger), and a forked child inherits any lock another thread held at
+    // fork() time (seen once in 17 end-to-end runs: a child that never
+    // finished, progress stuck at 0.5). Spawned workers copy nothing, so
+    // with one baseline and drained run at once; without, one after another.
+    o.worker_program = ctx.worker_program;
+    o.parallel_runs = !o.worker_program.empty();
     for (const std::string& id : r.StringList("jobs")) {
       auto j = snapshot->jobs->FindJob(id);
       if (!j) return InvalidArgument(fmt::format("jobs: unknown job '{}'", id));

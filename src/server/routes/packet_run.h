@@ -1,8 +1,10 @@
 // The "packet" mode of the background runs (POST /v1/simulations with
 // {"mode":"packet"}, and assessments asking for "modes":["packet"]): the
-// packet level of sim/packet/packet_sim.h on the serving view, run on the
-// background run's own thread, its result stored as an assessment record of
-// kind "packet" (GET /v1/assessments/{id}) when it finishes.
+// packet level of sim/packet/packet_sim.h on the serving view, run from the
+// background run's own thread (baseline and drained at once in two spawned
+// `drainwise packet-worker` processes when ctx.worker_program is set, else
+// one after another in this process), its result stored as an assessment
+// record of kind "packet" (GET /v1/assessments/{id}) when it finishes.
 //
 // Request: {"mode":"packet", "drain":{"switches":[...], "links":[...]},
 //           "routing":"hash"|"spray", "seed", "per_hop_delay_us",
@@ -41,7 +43,8 @@ struct PacketRunContext {
   store::Store* store = nullptr;        // where the result is recorded; outlives the run
   std::atomic<uint64_t>* sequence = nullptr;
   std::string principal;
-  std::stop_token stop = {};  // the request's: stops the planning
+  std::stop_token stop = {};   // the request's: stops the planning
+  std::string worker_program;  // ApiHooks::packet_worker_program
 };
 
 // A run ready to start, or the refusal of a request whose blast radius is

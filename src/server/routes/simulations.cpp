@@ -93,8 +93,8 @@ Result<Prepared> PrepareTask(const json& body, const RunContext& ctx) {
 // The packet level on ns-3 for a drain's blast radius (routes/packet_run.h);
 // refused here, before any run, above the blast-radius cap.
 Result<Prepared> PreparePacket(const json& body, const RunContext& ctx) {
-  auto p =
-      PreparePacketRun(body, PacketRunContext{ctx.view, ctx.log, ctx.store, ctx.sequence, ctx.principal, ctx.stop});
+  auto p = PreparePacketRun(body, PacketRunContext{ctx.view, ctx.log, ctx.store, ctx.sequence, ctx.principal, ctx.stop,
+                                                   ctx.hooks.packet_worker_program});
   if (!p) return tl::unexpected(p.error());
   if (p->refused) return Prepared{nullptr, BlastRadiusProblem(*p->refused, ctx.path)};
   return Prepared{std::move(p->run), std::nullopt};
