@@ -109,4 +109,4 @@ BENCHMARK(BM_AdviseDrainWarm)->Unit(benchmark::kMillisecond)->UseRealTime();
 }  // namespace
 }  // namespace drainwise
 
-BENCHMARK_MAIN();
+// main(): bench_main.cpp.

@@ -33,4 +33,4 @@ BENCHMARK(BM_FitCalibration)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// main(): bench_main.cpp.

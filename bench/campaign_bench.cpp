@@ -89,4 +89,4 @@ BENCHMARK(BM_Campaign40Spines7Days_Flow)
 }  // namespace
 }  // namespace drainwise
 
-BENCHMARK_MAIN();
+// main(): bench_main.cpp.

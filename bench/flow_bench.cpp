@@ -247,4 +247,4 @@ BENCHMARK(BM_Moe32k_Full_HashRehash)
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// main(): bench_main.cpp.

@@ -75,4 +75,4 @@ BENCHMARK(BM_SweepAllSwitches)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->Iterat
 }  // namespace
 }  // namespace drainwise
 
-BENCHMARK_MAIN();
+// main(): bench_main.cpp.

@@ -25,4 +25,4 @@ static void BM_EvaluateLinkEnd(benchmark::State& state) {
 }
 BENCHMARK(BM_EvaluateLinkEnd)->Arg(50)->Arg(200)->Unit(benchmark::kMicrosecond);
 
-BENCHMARK_MAIN();
+// main(): bench_main.cpp.

@@ -82,4 +82,4 @@ BENCHMARK(BM_Packet128Hosts2000Flows)
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// main(): bench_main.cpp.

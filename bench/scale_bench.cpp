@@ -115,4 +115,4 @@ BENCHMARK(BM_128k_Flow_Adaptive)->Unit(benchmark::kMillisecond)->Iterations(1);
 }  // namespace
 }  // namespace drainwise
 
-BENCHMARK_MAIN();
+// main(): bench_main.cpp.

@@ -68,4 +68,4 @@ BENCHMARK(BM_TaskYear32kFailuresX10)->Unit(benchmark::kSecond)->Iterations(1)->U
 }  // namespace
 }  // namespace drainwise
 
-BENCHMARK_MAIN();
+// main(): bench_main.cpp.

@@ -2,9 +2,12 @@
 // port and a throw-away database.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "testing/daemon.h"
@@ -100,4 +103,38 @@ TEST_CASE("bad command lines exit 2; an unusable database exits 1 with its path"
   CHECK(err.find("/nonexistent-dir/x.db") != std::string::npos);
   CHECK(testing::RunDrainwise({"--version"}, &out, &err) == 0);
   CHECK(out.find("drainwise ") == 0);
+}
+
+namespace {
+// The daemon's environment as it runs, from /proc.
+std::string EnvironOf(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ");
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::replace(all.begin(), all.end(), '\0', '\n');
+  return "\n" + all;
+}
+}  // namespace
+
+TEST_CASE("the daemon runs with glibc's malloc on huge pages, unless told not to") {
+  // src/process/malloc_huge_pages.h: main() re-executes itself once with
+  // glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES (same pid).
+  const char* ours = std::getenv("GLIBC_TUNABLES");
+  const std::string before = ours ? ours : "";
+  {
+    testing::Daemon d;
+    REQUIRE_MESSAGE(d.started(), d.log());
+    const std::string expected = before.find("glibc.malloc.hugetlb") != std::string::npos ? before
+                                 : before.empty()                                         ? "glibc.malloc.hugetlb=1"
+                                                  : before + ":glibc.malloc.hugetlb=1";
+    CHECK(EnvironOf(d.pid()).find("\nGLIBC_TUNABLES=" + expected + "\n") != std::string::npos);
+    CHECK(d.Get("/healthz").status == 200);
+  }
+  ::setenv("DRAINWISE_MALLOC_HUGE_PAGES", "0", 1);
+  {
+    testing::Daemon d;
+    ::unsetenv("DRAINWISE_MALLOC_HUGE_PAGES");
+    REQUIRE_MESSAGE(d.started(), d.log());
+    const std::string env = EnvironOf(d.pid());
+    CHECK(env.find("\nGLIBC_TUNABLES=") == (ours ? env.find("\nGLIBC_TUNABLES=" + before + "\n") : std::string::npos));
+  }
 }
