@@ -308,6 +308,7 @@ class Assessor {
   void NewDeadEpoch() {
     if (++st_.dead_epoch == 0) {
       std::fill(st_.dead_mark.begin(), st_.dead_mark.end(), 0);
+      std::fill(st_.pred_mark.begin(), st_.pred_mark.end(), 0);
       st_.dead_epoch = 1;
     }
   }
@@ -320,12 +321,15 @@ class Assessor {
     NewDeadEpoch();
     st_.current_dest = B;
     std::vector<uint32_t>& dead = st_.dead_lists[B];
+    std::vector<uint32_t>& preds = st_.pred_lists[B];
     if (st_.dest_epoch[B] == st_.epoch) {
       for (uint32_t v : dead) st_.dead_mark[v] = st_.dead_epoch;
+      for (uint32_t v : preds) st_.pred_mark[v] = st_.dead_epoch;
       return;
     }
     st_.dest_epoch[B] = st_.epoch;
     dead.clear();
+    preds.clear();
     const uint16_t* dist = m_.class_tree[B]->distances().data();
     const auto& nh = m_.class_next[B];
     std::vector<uint32_t>& work = st_.worklist;
@@ -355,6 +359,10 @@ class Assessor {
         const uint32_t v = m_.bundles[b].peer;
         if (dist[v] != kUnreachable && dist[v] == du + 1 && !routing_.is_host(NodeId(v)) && !st_.down[v]) {
           work.push_back(v | kFull);
+          if (st_.pred_mark[v] != st_.dead_epoch) {
+            st_.pred_mark[v] = st_.dead_epoch;
+            preds.push_back(v);
+          }
         }
       }
     }
@@ -402,11 +410,33 @@ class Assessor {
         const double frac_u = st.frac[u];
         const double fwd_u = st.fwd[u];
         if (u != s && (switch_only_ || !Touched(u))) {
-          // Every next-hop bundle is whole or entirely down (its peer is
-          // drained); dead peers drop out of the after-drain split.
           const auto* first = nh.entries.data() + nh.offsets[u];
           const auto* last = nh.entries.data() + nh.offsets[u + 1];
           const bool touched = Touched(u);
+          if (!touched && st.pred_mark[u] != st.dead_epoch) {
+            // Most of the DAG: no next hop is down or dead, so the general
+            // case below would find lost == 0 (live_total == total, the
+            // index's min_cap exact) after a pass over the next hops; this
+            // does the same arithmetic in the same order without that pass
+            // and without the per-peer down/dead reads.
+            const double total = nh.total[u];
+            const double clean_per_link = st.clean[u] / total;
+            const bool flows = frac_u > 0 && total > 0;
+            const double frac_per_link = flows ? frac_u / total : 0;
+            for (const auto* e = first; e != last; ++e) {
+              const uint32_t w = e->peer;
+              reach(w);
+              st.clean[w] += clean_per_link * e->count;
+              if (flows) {
+                st.frac[w] += frac_per_link * e->count;
+                st.fwd[w] += fwd_u * e->count;
+              }
+            }
+            if (flows) bottleneck = std::min(bottleneck, nh.min_cap[u] / frac_per_link);
+            continue;
+          }
+          // Every next-hop bundle is whole or entirely down (its peer is
+          // drained); dead peers drop out of the after-drain split.
           uint32_t lost = 0, drained = 0;
           for (const auto* e = first; e != last; ++e) {
             const bool down = touched && st.down[e->peer];

@@ -133,6 +133,12 @@ struct JobSimWorkspace::State {
   std::vector<uint32_t> dest_epoch;
   std::vector<std::vector<uint32_t>> dead_lists;
   std::vector<uint32_t> dead_mark;
+  // Per class: the live switches with a dead next hop towards it (a superset
+  // is fine); pred_mark stamps the current class's set with dead_epoch. A
+  // switch neither touched nor marked keeps its whole next-hop split, which
+  // lets Fused skip the per-next-hop checks for it.
+  std::vector<std::vector<uint32_t>> pred_lists;
+  std::vector<uint32_t> pred_mark;
   uint32_t dead_epoch = 0;
   uint32_t current_dest = RoutingIndex::kNoClass;
   std::vector<uint32_t> worklist;

@@ -36,6 +36,8 @@ void JobSimWorkspace::State::Begin(const JobSimIndex& index) {
     dest_epoch.assign(index.routing().class_count(), 0);
     dead_lists.assign(index.routing().class_count(), {});
     dead_mark.assign(n, 0);
+    pred_lists.assign(index.routing().class_count(), {});
+    pred_mark.assign(n, 0);
     dead_epoch = 0;
     clean.assign(n, 0);
     frac.assign(n, 0);
