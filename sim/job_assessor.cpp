@@ -381,11 +381,19 @@ class Assessor {
       for (uint32_t b = m_.bundle_offsets[u]; b < m_.bundle_offsets[u + 1]; ++b) {
         const uint32_t v = m_.bundles[b].peer;
         if (dist[v] != kUnreachable && dist[v] == du + 1 && !routing_.is_host(NodeId(v)) && !st_.down[v]) {
-          work.push_back(v | kFull);
           if (st_.pred_mark[v] != st_.dead_epoch) {
             st_.pred_mark[v] = st_.dead_epoch;
+            st_.dead_links[v] = 0;
             preds.push_back(v);
           }
+          // v lost these next-hop links to u's death. Unless dead and down
+          // links together could cover all of v's next-hop links, v keeps
+          // one and needs no full check: a spine's death queued thousands of
+          // leaves that kept 31 of 32 next hops, and reading their next-hop
+          // lists (cache misses into the class's table) was most of
+          // PrepareDest.
+          st_.dead_links[v] += m_.bundles[b].count;
+          if (st_.dead_links[v] + st_.down_degree[v] >= nh.total[v]) work.push_back(v | kFull);
         }
       }
     }

@@ -139,6 +139,7 @@ struct JobSimWorkspace::State {
   // lets Fused skip the per-next-hop checks for it.
   std::vector<std::vector<uint32_t>> pred_lists;
   std::vector<uint32_t> pred_mark;
+  std::vector<uint32_t> dead_links;  // per marked switch: next-hop links to dead peers
   uint32_t dead_epoch = 0;
   uint32_t current_dest = RoutingIndex::kNoClass;
   std::vector<uint32_t> worklist;

@@ -38,6 +38,7 @@ void JobSimWorkspace::State::Begin(const JobSimIndex& index) {
     dead_mark.assign(n, 0);
     pred_lists.assign(index.routing().class_count(), {});
     pred_mark.assign(n, 0);
+    dead_links.assign(n, 0);
     dead_epoch = 0;
     clean.assign(n, 0);
     frac.assign(n, 0);
