@@ -2,6 +2,7 @@
 // fused pass over each crossing class pair's undrained DAG, host-to-host
 // routes for pairs with a drained NIC, and the per-drain pair caches.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -407,10 +408,26 @@ class Assessor {
   // after-drain shortest path is then an undrained one that avoids the down
   // elements and the dead switches. Returns false otherwise (only
   // out.clean_share is then set).
+  //
+  // Many sources towards one class meet at the same level-for-level state:
+  // on a Clos every source class of a pod reaches the pod's spines with the
+  // same values, and every source pod reaches the superspines with the same
+  // values, so the rest of the pass (most of its nodes and links) would be
+  // repeated. Each level is therefore compared with the memo (State::memo)
+  // before it is processed, and a run that goes to the end fills the memo.
+  // A hit computes nothing differently: the rest of the pass is a function
+  // of that level's nodes, order and values, and the bottleneck is a min.
   [[gnu::noinline]] bool Fused(NodeId src, uint32_t B, uint16_t hops, JobSimWorkspace::State::After& out) {
     ++routes_;
     PrepareDest(B);
     auto& st = st_;
+    if (st.memo_dest != B) {
+      st.memo_dest = B;
+      for (auto& slot : st.memo) slot.valid = false;
+    }
+    if (st.memo.size() < hops) st.memo.resize(hops);
+    st.level_start.resize(hops + 1);
+    st.level_min.resize(hops + 1);
     const uint16_t* dist = m_.class_tree[B]->distances().data();
     const auto& nh = m_.class_next[B];
     const uint32_t dst = routing_.class_representative(B).value;
@@ -425,19 +442,35 @@ class Assessor {
     const uint32_t s = src.value;
     visit(s);
     st.clean[s] = st.frac[s] = st.fwd[s] = 1;
-    st.frontier.assign(1, s);
-    double bottleneck = std::numeric_limits<double>::infinity();
+    st.order.assign(1, s);
+    double bottleneck = std::numeric_limits<double>::infinity();  // of the levels processed
     bool source_ok = true;
 
     auto reach = [&](uint32_t w) {
       if (st.seen[w] != st.seen_epoch) {
         visit(w);
-        st.next.push_back(w);
+        st.order.push_back(w);
       }
     };
+    size_t begin = 0;
     for (uint32_t level = hops; level > 0; --level) {
-      st.next.clear();
-      for (uint32_t u : st.frontier) {
+      const size_t end = st.order.size();
+      st.level_start[level] = begin;
+      if (level < hops && !st.memo_off && SameLevel(st.memo[level], begin, end)) {
+        const auto& slot = st.memo[level];
+        ++st.memo_hits;
+        out.clean_share = slot.dst_clean;
+        if (!source_ok) return false;
+        out.connected = slot.dst_frac > 0;
+        out.paths = slot.dst_fwd;
+        out.spray_bps = out.connected ? std::min(bottleneck, slot.bottleneck) : 0;
+        return true;
+      }
+      // This level's share of the bottleneck (a min, so splitting it by
+      // level changes nothing).
+      double level_bn = std::numeric_limits<double>::infinity();
+      for (size_t i = begin; i < end; ++i) {
+        const uint32_t u = st.order[i];
         const double frac_u = st.frac[u];
         const double fwd_u = st.fwd[u];
         if (u != s && (switch_only_ || !Touched(u))) {
@@ -463,7 +496,7 @@ class Assessor {
                 st.fwd[w] += fwd_u * e->count;
               }
             }
-            if (flows) bottleneck = std::min(bottleneck, nh.min_cap[u] / frac_per_link);
+            if (flows) level_bn = std::min(level_bn, nh.min_cap[u] / frac_per_link);
             continue;
           }
           // Every next-hop bundle is whole or entirely down (its peer is
@@ -492,7 +525,7 @@ class Assessor {
               if (!exact_cap) cap = std::min(cap, m_.bundles[FindBundle(u, w)].min_capacity_bps);
             }
           }
-          if (flows) bottleneck = std::min(bottleneck, cap / frac_per_link);
+          if (flows) level_bn = std::min(level_bn, cap / frac_per_link);
           continue;
         }
         // The source, or a node that lost links: bundle by bundle.
@@ -521,17 +554,59 @@ class Assessor {
           if (frac_u > 0 && live > 0 && !Dead(w)) {
             st.frac[w] += frac_u * live / live_total;
             st.fwd[w] += fwd_u * live;
-            bottleneck = std::min(bottleneck, st.live_cap[b] * live_total / frac_u);
+            level_bn = std::min(level_bn, st.live_cap[b] * live_total / frac_u);
           }
         }
       }
-      st.frontier.swap(st.next);
+      st.level_min[level] = level_bn;
+      bottleneck = std::min(bottleneck, level_bn);
+      begin = end;
     }
-    out.clean_share = st.seen[dst] == st.seen_epoch ? st.clean[dst] : 0;
+    const bool dst_seen = st.seen[dst] == st.seen_epoch;
+    out.clean_share = dst_seen ? st.clean[dst] : 0;
+    if (dst_seen) {
+      // Levels hops-1 .. 1 into the memo, with the bottleneck of the levels
+      // from each one down.
+      double below = std::numeric_limits<double>::infinity();
+      for (uint32_t level = 1; level < hops; ++level) {
+        below = std::min(below, st.level_min[level]);
+        auto& slot = st.memo[level];
+        const size_t first = st.level_start[level];
+        const size_t last = level == 1 ? begin : st.level_start[level - 1];
+        slot.valid = true;
+        slot.nodes.assign(st.order.begin() + first, st.order.begin() + last);
+        slot.values.resize(3 * slot.nodes.size());
+        for (size_t i = 0; i < slot.nodes.size(); ++i) {
+          const uint32_t v = slot.nodes[i];
+          slot.values[3 * i] = st.clean[v];
+          slot.values[3 * i + 1] = st.frac[v];
+          slot.values[3 * i + 2] = st.fwd[v];
+        }
+        slot.dst_clean = st.clean[dst];
+        slot.dst_frac = st.frac[dst];
+        slot.dst_fwd = st.fwd[dst];
+        slot.bottleneck = below;
+      }
+    }
     if (!source_ok) return false;
     out.connected = st.frac[dst] > 0;
     out.paths = st.fwd[dst];
     out.spray_bps = out.connected ? bottleneck : 0;
+    return true;
+  }
+
+  // Level order[begin .. end) of Fused is the one `slot` holds: the same
+  // nodes in the same order with bit-identical values.
+  bool SameLevel(const JobSimWorkspace::State::LevelSlot& slot, size_t begin, size_t end) const {
+    if (!slot.valid || slot.nodes.size() != end - begin) return false;
+    auto same = [](double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); };
+    for (size_t i = 0; i < slot.nodes.size(); ++i) {
+      const uint32_t v = st_.order[begin + i];
+      if (v != slot.nodes[i] || !same(st_.clean[v], slot.values[3 * i]) || !same(st_.frac[v], slot.values[3 * i + 1]) ||
+          !same(st_.fwd[v], slot.values[3 * i + 2])) {
+        return false;
+      }
+    }
     return true;
   }
 

@@ -58,6 +58,7 @@ void JobSimWorkspace::State::Begin(const JobSimIndex& index) {
     for (uint32_t v : degree_list) down_degree[v] = 0;
     degree_list.clear();
     current_dest = RoutingIndex::kNoClass;
+    memo_dest = RoutingIndex::kNoClass;
   }
   for (NodeId h : dirty_hosts) dirty[h.value] = 0;
   dirty_hosts.clear();
