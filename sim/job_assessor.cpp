@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "sim/job_sim_internal.h"
@@ -147,9 +148,12 @@ class Assessor {
         }
       }
     }
+    // By destination, then hop count (Fused's memo keeps one run per level:
+    // runs of one length, e.g. the cross-pod ones, should follow each other),
+    // then source class (sources of one pod are neighbours).
     std::sort(todo_.begin(), todo_.end(), [&](uint32_t a, uint32_t b) {
       const auto &pa = m_.pairs[a], &pb = m_.pairs[b];
-      return pa.dst_class != pb.dst_class ? pa.dst_class < pb.dst_class : a < b;
+      return std::tie(pa.dst_class, pa.hops, pa.src_class) < std::tie(pb.dst_class, pb.hops, pb.src_class);
     });
     for (uint32_t pid : todo_) After(pid, m_.pairs[pid]);
     for (const Item& it : items_) {
