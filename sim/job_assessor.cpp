@@ -2,8 +2,10 @@
 // fused pass over each crossing class pair's undrained DAG, host-to-host
 // routes for pairs with a drained NIC, and the per-drain pair caches.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "sim/job_sim_internal.h"
@@ -121,22 +123,48 @@ class Assessor {
       }
     }
 
-    // Clean x clean, by class pair.
+    // Clean x clean, by class pair, in two passes: the first finds the
+    // crossing pairs and computes their after-drain results grouped by
+    // destination class (PrepareDest then marks each class's dead switches
+    // once per job instead of once per pair: the row-major order changes
+    // destination at every pair, and re-marking a destination's thousands
+    // of dead switches was a fifth of the time); the second adds them up in
+    // row-major order, so every sum is formed in the same order as before.
+    items_.clear();
+    todo_.clear();
     for (uint32_t x = 0; x < k; ++x) {
       for (uint32_t y = 0; y < k; ++y) {
         const double w = x == y ? double(clean[x]) * (clean[x] - 1.0) : double(clean[x]) * clean[y];
         if (w <= 0) continue;
         const uint32_t pid = m_.job_pairs[m_.pair_offsets[j] + x * k + y];
         const auto& before = m_.pairs[pid];
-        t.total += w;
         if (before.hops == kUnreachable) {
-          t.Cut(w, imp);
-          continue;
+          items_.push_back({w, pid, Item::kCut});
+        } else if (!MarkCrossed(before)) {
+          items_.push_back({w, pid, Item::kClean});
+        } else {
+          items_.push_back({w, pid, Item::kCrossing});
+          if (st_.pair_epoch[pid] != st_.epoch) todo_.push_back(pid);
         }
-        if (!MarkCrossed(before)) continue;
-        const auto& after = After(pid, before);
-        t.Add(w, before.paths, before.spray_bps, after.connected, after.paths, after.spray_bps, 1 - after.clean_share,
-              imp);
+      }
+    }
+    // By destination, then hop count (Fused's memo keeps one run per level:
+    // runs of one length, e.g. the cross-pod ones, should follow each other),
+    // then source class (sources of one pod are neighbours).
+    std::sort(todo_.begin(), todo_.end(), [&](uint32_t a, uint32_t b) {
+      const auto &pa = m_.pairs[a], &pb = m_.pairs[b];
+      return std::tie(pa.dst_class, pa.hops, pa.src_class) < std::tie(pb.dst_class, pb.hops, pb.src_class);
+    });
+    for (uint32_t pid : todo_) After(pid, m_.pairs[pid]);
+    for (const Item& it : items_) {
+      t.total += it.w;
+      if (it.kind == Item::kCut) {
+        t.Cut(it.w, imp);
+      } else if (it.kind == Item::kCrossing) {
+        const auto& before = m_.pairs[it.pid];
+        const auto& after = After(it.pid, before);
+        t.Add(it.w, before.paths, before.spray_bps, after.connected, after.paths, after.spray_bps,
+              1 - after.clean_share, imp);
       }
     }
     // Pairs with a dirty host: routed host to host.
@@ -308,6 +336,7 @@ class Assessor {
   void NewDeadEpoch() {
     if (++st_.dead_epoch == 0) {
       std::fill(st_.dead_mark.begin(), st_.dead_mark.end(), 0);
+      std::fill(st_.pred_mark.begin(), st_.pred_mark.end(), 0);
       st_.dead_epoch = 1;
     }
   }
@@ -320,12 +349,15 @@ class Assessor {
     NewDeadEpoch();
     st_.current_dest = B;
     std::vector<uint32_t>& dead = st_.dead_lists[B];
+    std::vector<uint32_t>& preds = st_.pred_lists[B];
     if (st_.dest_epoch[B] == st_.epoch) {
       for (uint32_t v : dead) st_.dead_mark[v] = st_.dead_epoch;
+      for (uint32_t v : preds) st_.pred_mark[v] = st_.dead_epoch;
       return;
     }
     st_.dest_epoch[B] = st_.epoch;
     dead.clear();
+    preds.clear();
     const uint16_t* dist = m_.class_tree[B]->distances().data();
     const auto& nh = m_.class_next[B];
     std::vector<uint32_t>& work = st_.worklist;
@@ -354,7 +386,19 @@ class Assessor {
       for (uint32_t b = m_.bundle_offsets[u]; b < m_.bundle_offsets[u + 1]; ++b) {
         const uint32_t v = m_.bundles[b].peer;
         if (dist[v] != kUnreachable && dist[v] == du + 1 && !routing_.is_host(NodeId(v)) && !st_.down[v]) {
-          work.push_back(v | kFull);
+          if (st_.pred_mark[v] != st_.dead_epoch) {
+            st_.pred_mark[v] = st_.dead_epoch;
+            st_.dead_links[v] = 0;
+            preds.push_back(v);
+          }
+          // v lost these next-hop links to u's death. Unless dead and down
+          // links together could cover all of v's next-hop links, v keeps
+          // one and needs no full check: a spine's death queued thousands of
+          // leaves that kept 31 of 32 next hops, and reading their next-hop
+          // lists (cache misses into the class's table) was most of
+          // PrepareDest.
+          st_.dead_links[v] += m_.bundles[b].count;
+          if (st_.dead_links[v] + st_.down_degree[v] >= nh.total[v]) work.push_back(v | kFull);
         }
       }
     }
@@ -368,10 +412,26 @@ class Assessor {
   // after-drain shortest path is then an undrained one that avoids the down
   // elements and the dead switches. Returns false otherwise (only
   // out.clean_share is then set).
+  //
+  // Many sources towards one class meet at the same level-for-level state:
+  // on a Clos every source class of a pod reaches the pod's spines with the
+  // same values, and every source pod reaches the superspines with the same
+  // values, so the rest of the pass (most of its nodes and links) would be
+  // repeated. Each level is therefore compared with the memo (State::memo)
+  // before it is processed, and a run that goes to the end fills the memo.
+  // A hit computes nothing differently: the rest of the pass is a function
+  // of that level's nodes, order and values, and the bottleneck is a min.
   [[gnu::noinline]] bool Fused(NodeId src, uint32_t B, uint16_t hops, JobSimWorkspace::State::After& out) {
     ++routes_;
     PrepareDest(B);
     auto& st = st_;
+    if (st.memo_dest != B) {
+      st.memo_dest = B;
+      for (auto& slot : st.memo) slot.valid = false;
+    }
+    if (st.memo.size() < hops) st.memo.resize(hops);
+    st.level_start.resize(hops + 1);
+    st.level_min.resize(hops + 1);
     const uint16_t* dist = m_.class_tree[B]->distances().data();
     const auto& nh = m_.class_next[B];
     const uint32_t dst = routing_.class_representative(B).value;
@@ -386,27 +446,65 @@ class Assessor {
     const uint32_t s = src.value;
     visit(s);
     st.clean[s] = st.frac[s] = st.fwd[s] = 1;
-    st.frontier.assign(1, s);
-    double bottleneck = std::numeric_limits<double>::infinity();
+    st.order.assign(1, s);
+    double bottleneck = std::numeric_limits<double>::infinity();  // of the levels processed
     bool source_ok = true;
 
     auto reach = [&](uint32_t w) {
       if (st.seen[w] != st.seen_epoch) {
         visit(w);
-        st.next.push_back(w);
+        st.order.push_back(w);
       }
     };
+    size_t begin = 0;
     for (uint32_t level = hops; level > 0; --level) {
-      st.next.clear();
-      for (uint32_t u : st.frontier) {
+      const size_t end = st.order.size();
+      st.level_start[level] = begin;
+      if (level < hops && !st.memo_off && SameLevel(st.memo[level], begin, end)) {
+        const auto& slot = st.memo[level];
+        ++st.memo_hits;
+        out.clean_share = slot.dst_clean;
+        if (!source_ok) return false;
+        out.connected = slot.dst_frac > 0;
+        out.paths = slot.dst_fwd;
+        out.spray_bps = out.connected ? std::min(bottleneck, slot.bottleneck) : 0;
+        return true;
+      }
+      // This level's share of the bottleneck (a min, so splitting it by
+      // level changes nothing).
+      double level_bn = std::numeric_limits<double>::infinity();
+      for (size_t i = begin; i < end; ++i) {
+        const uint32_t u = st.order[i];
         const double frac_u = st.frac[u];
         const double fwd_u = st.fwd[u];
         if (u != s && (switch_only_ || !Touched(u))) {
-          // Every next-hop bundle is whole or entirely down (its peer is
-          // drained); dead peers drop out of the after-drain split.
           const auto* first = nh.entries.data() + nh.offsets[u];
           const auto* last = nh.entries.data() + nh.offsets[u + 1];
           const bool touched = Touched(u);
+          if (!touched && st.pred_mark[u] != st.dead_epoch) {
+            // Most of the DAG: no next hop is down or dead, so the general
+            // case below would find lost == 0 (live_total == total, the
+            // index's min_cap exact) after a pass over the next hops; this
+            // does the same arithmetic in the same order without that pass
+            // and without the per-peer down/dead reads.
+            const double total = nh.total[u];
+            const double clean_per_link = st.clean[u] / total;
+            const bool flows = frac_u > 0 && total > 0;
+            const double frac_per_link = flows ? frac_u / total : 0;
+            for (const auto* e = first; e != last; ++e) {
+              const uint32_t w = e->peer;
+              reach(w);
+              st.clean[w] += clean_per_link * e->count;
+              if (flows) {
+                st.frac[w] += frac_per_link * e->count;
+                st.fwd[w] += fwd_u * e->count;
+              }
+            }
+            if (flows) level_bn = std::min(level_bn, nh.min_cap[u] / frac_per_link);
+            continue;
+          }
+          // Every next-hop bundle is whole or entirely down (its peer is
+          // drained); dead peers drop out of the after-drain split.
           uint32_t lost = 0, drained = 0;
           for (const auto* e = first; e != last; ++e) {
             const bool down = touched && st.down[e->peer];
@@ -431,7 +529,7 @@ class Assessor {
               if (!exact_cap) cap = std::min(cap, m_.bundles[FindBundle(u, w)].min_capacity_bps);
             }
           }
-          if (flows) bottleneck = std::min(bottleneck, cap / frac_per_link);
+          if (flows) level_bn = std::min(level_bn, cap / frac_per_link);
           continue;
         }
         // The source, or a node that lost links: bundle by bundle.
@@ -460,17 +558,59 @@ class Assessor {
           if (frac_u > 0 && live > 0 && !Dead(w)) {
             st.frac[w] += frac_u * live / live_total;
             st.fwd[w] += fwd_u * live;
-            bottleneck = std::min(bottleneck, st.live_cap[b] * live_total / frac_u);
+            level_bn = std::min(level_bn, st.live_cap[b] * live_total / frac_u);
           }
         }
       }
-      st.frontier.swap(st.next);
+      st.level_min[level] = level_bn;
+      bottleneck = std::min(bottleneck, level_bn);
+      begin = end;
     }
-    out.clean_share = st.seen[dst] == st.seen_epoch ? st.clean[dst] : 0;
+    const bool dst_seen = st.seen[dst] == st.seen_epoch;
+    out.clean_share = dst_seen ? st.clean[dst] : 0;
+    if (dst_seen) {
+      // Levels hops-1 .. 1 into the memo, with the bottleneck of the levels
+      // from each one down.
+      double below = std::numeric_limits<double>::infinity();
+      for (uint32_t level = 1; level < hops; ++level) {
+        below = std::min(below, st.level_min[level]);
+        auto& slot = st.memo[level];
+        const size_t first = st.level_start[level];
+        const size_t last = level == 1 ? begin : st.level_start[level - 1];
+        slot.valid = true;
+        slot.nodes.assign(st.order.begin() + first, st.order.begin() + last);
+        slot.values.resize(3 * slot.nodes.size());
+        for (size_t i = 0; i < slot.nodes.size(); ++i) {
+          const uint32_t v = slot.nodes[i];
+          slot.values[3 * i] = st.clean[v];
+          slot.values[3 * i + 1] = st.frac[v];
+          slot.values[3 * i + 2] = st.fwd[v];
+        }
+        slot.dst_clean = st.clean[dst];
+        slot.dst_frac = st.frac[dst];
+        slot.dst_fwd = st.fwd[dst];
+        slot.bottleneck = below;
+      }
+    }
     if (!source_ok) return false;
     out.connected = st.frac[dst] > 0;
     out.paths = st.fwd[dst];
     out.spray_bps = out.connected ? bottleneck : 0;
+    return true;
+  }
+
+  // Level order[begin .. end) of Fused is the one `slot` holds: the same
+  // nodes in the same order with bit-identical values.
+  bool SameLevel(const JobSimWorkspace::State::LevelSlot& slot, size_t begin, size_t end) const {
+    if (!slot.valid || slot.nodes.size() != end - begin) return false;
+    auto same = [](double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); };
+    for (size_t i = 0; i < slot.nodes.size(); ++i) {
+      const uint32_t v = st_.order[begin + i];
+      if (v != slot.nodes[i] || !same(st_.clean[v], slot.values[3 * i]) || !same(st_.frac[v], slot.values[3 * i + 1]) ||
+          !same(st_.fwd[v], slot.values[3 * i + 2])) {
+        return false;
+      }
+    }
     return true;
   }
 
@@ -527,6 +667,16 @@ class Assessor {
   std::vector<uint32_t> endpoints_;  // live switches with a down link, unique
   static constexpr uint32_t kFull = 1u << 31;
   std::vector<std::pair<NodeId, uint32_t>> dirty_members_;  // host, member index
+  // One job's clean class pairs in row-major order, and the crossing ones
+  // still to compute (Assess).
+  struct Item {
+    enum Kind : uint8_t { kCut, kClean, kCrossing };
+    double w;
+    uint32_t pid;
+    Kind kind;
+  };
+  std::vector<Item> items_;
+  std::vector<uint32_t> todo_;
   // Small sets (a drain names few elements): sorted-vector semantics are not
   // needed, only membership.
   struct SmallSet {

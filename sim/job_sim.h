@@ -24,7 +24,9 @@
 // per-class shortest-path trees, and the before metrics of every class pair
 // any job uses. An assessment then only routes the class pairs whose
 // shortest paths contain a drained element (an O(1) test per pair and
-// element), caching results across jobs.
+// element), caching results across jobs; the passes of the pairs towards one
+// destination class are run one after another and share what follows the
+// first level at which they agree bit for bit (results are unchanged by it).
 //
 // Thread safety. JobSimIndex is immutable and safe for concurrent const use.
 // A JobSimWorkspace is per-thread scratch. The functions here do no I/O, no

@@ -133,6 +133,13 @@ struct JobSimWorkspace::State {
   std::vector<uint32_t> dest_epoch;
   std::vector<std::vector<uint32_t>> dead_lists;
   std::vector<uint32_t> dead_mark;
+  // Per class: the live switches with a dead next hop towards it (a superset
+  // is fine); pred_mark stamps the current class's set with dead_epoch. A
+  // switch neither touched nor marked keeps its whole next-hop split, which
+  // lets Fused skip the per-next-hop checks for it.
+  std::vector<std::vector<uint32_t>> pred_lists;
+  std::vector<uint32_t> pred_mark;
+  std::vector<uint32_t> dead_links;  // per marked switch: next-hop links to dead peers
   uint32_t dead_epoch = 0;
   uint32_t current_dest = RoutingIndex::kNoClass;
   std::vector<uint32_t> worklist;
@@ -140,7 +147,31 @@ struct JobSimWorkspace::State {
   std::vector<double> clean, frac, fwd;
   std::vector<uint32_t> seen;
   uint32_t seen_epoch = 0;
-  std::vector<uint32_t> frontier, next;
+  // Fused's nodes in visiting order, level after level (level L is
+  // order[level_start[L] .. level_start[L - 1])), and each level's bottleneck.
+  std::vector<uint32_t> order;
+  std::vector<size_t> level_start;
+  std::vector<double> level_min;
+  // Fused's memo for one destination class (reset by Begin and when the
+  // class changes). What Fused computes below a level depends only on that
+  // level's nodes, in order, and their (clean, frac, fwd) values; slot L
+  // holds the last run's level-L nodes and values with what followed from
+  // them: the destination's values and the smallest bottleneck of levels
+  // L .. 1. A later run whose level L is bit-for-bit the same takes the
+  // result from the slot.
+  struct LevelSlot {
+    bool valid = false;
+    std::vector<uint32_t> nodes;
+    std::vector<double> values;  // clean, frac, fwd per node
+    double dst_clean = 0, dst_frac = 0, dst_fwd = 0;
+    double bottleneck = 0;
+  };
+  uint32_t memo_dest = RoutingIndex::kNoClass;
+  std::vector<LevelSlot> memo;
+  // For tests: memo_off runs every pass to the end; memo_hits counts the
+  // passes the memo finished (over the workspace's life).
+  bool memo_off = false;
+  int64_t memo_hits = 0;
 
   // Starts an assessment on `index`: restores what the previous one changed
   // and advances the epoch (a new index resets every stamp).

@@ -36,6 +36,9 @@ void JobSimWorkspace::State::Begin(const JobSimIndex& index) {
     dest_epoch.assign(index.routing().class_count(), 0);
     dead_lists.assign(index.routing().class_count(), {});
     dead_mark.assign(n, 0);
+    pred_lists.assign(index.routing().class_count(), {});
+    pred_mark.assign(n, 0);
+    dead_links.assign(n, 0);
     dead_epoch = 0;
     clean.assign(n, 0);
     frac.assign(n, 0);
@@ -55,6 +58,7 @@ void JobSimWorkspace::State::Begin(const JobSimIndex& index) {
     for (uint32_t v : degree_list) down_degree[v] = 0;
     degree_list.clear();
     current_dest = RoutingIndex::kNoClass;
+    memo_dest = RoutingIndex::kNoClass;
   }
   for (NodeId h : dirty_hosts) dirty[h.value] = 0;
   dirty_hosts.clear();
