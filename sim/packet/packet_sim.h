@@ -23,8 +23,9 @@
 //
 // Threads and processes. ns-3 keeps one global simulator per process. With
 // `parallel_runs` (the default) baseline and drained run at once in two
-// child processes (fork, packet_fork.cpp), results back over a pipe;
-// otherwise in this process one after another. Either way runs in this
+// child processes (packet_fork.cpp: forked, or spawned from
+// `worker_program`), results back over a pipe or socket; otherwise in this
+// process one after another. Either way runs in this
 // process are serialised by a process-wide mutex (a second caller waits;
 // `stop` is honoured while waiting only between runs). Do not use ns-3
 // elsewhere in the process.
@@ -81,11 +82,11 @@ struct PacketOptions {
   int max_ring_steps = 512;
   // A run stops at this simulated time; unfinished jobs are reported so.
   double max_simulated_s = 1.0;
-  // Baseline and drained in two forked child processes at once (half the
-  // wall time on 2 cores, the same numbers); false: one after another in
-  // this process (no fork: debuggers, platforms where fork is unwanted, and
-  // multi-threaded callers such as the daemon, whose other threads' locks
-  // a child would inherit).
+  // Baseline and drained in two child processes at once (half the wall
+  // time on 2 cores, the same numbers): forked, or spawned when
+  // `worker_program` is set (a multi-threaded caller must set it: a forked
+  // child would inherit its other threads' locks); false: one after another
+  // in this process (debuggers, platforms without either).
   bool parallel_runs = true;
   // With parallel_runs, when set: each run is a new process of this program
   // (posix_spawn of its `packet-worker` command, the run sent over a
