@@ -13,7 +13,7 @@ void RegisterCheck(CLI::App& app, int* exit_code);
 void RegisterBench(CLI::App& app, int* exit_code);
 void RegisterCalibrate(CLI::App& app, int* exit_code);
 void RegisterHashToken(CLI::App& app, int* exit_code);
-void RegisterConfig(CLI::App& app, int* exit_code);  // config check|show FILE
+void RegisterConfig(CLI::App& app, int* exit_code);        // config check|show FILE
 void RegisterPacketWorker(CLI::App& app, int* exit_code);  // hidden: a daemon's packet-level run
 
 }  // namespace drainwise::app
