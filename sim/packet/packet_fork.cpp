@@ -29,13 +29,15 @@
 //       u64 m, m PacketLinkStats    links (trivially copyable)
 //   'E' i32 code, u64 n, n chars    an Error
 // Parent to a spawned child, then the end of the stream (shutdown):
-//   'I' u32 kWireVersion, the run's PacketOptions scalars (EncodeRun), RunInput
+//   'I' u32 kWireVersion, RunSettings (trivially copyable), RunInput's
+//       arrays, each as u64 n and n elements (EncodeRun)
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -350,7 +352,11 @@ Result<Child> Spawn(const std::string& program, const RunInput& in) {
   c.fd = sv[0];
   const std::string msg = EncodeRun(in);
   // A worker that goes before reading all of it is reported by the wait in
-  // RunScenarios (its exit status), not here.
+  // RunScenarios (its exit status), not here. One that stops reading does
+  // not hold this thread (and `stop`) for good: after 30 s the send gives
+  // up, the worker sees a cut run and answers that it is malformed.
+  const timeval send_timeout{30, 0};
+  ::setsockopt(c.fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
   WriteAll(c.fd, msg.data(), msg.size());
   ::shutdown(c.fd, SHUT_WR);
   return c;

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -94,10 +95,13 @@ std::vector<model::Drain> Drains(const model::Topology& t) {
 }
 
 TEST_CASE("the level memo changes no bit of any job's result") {
-  for (auto [preset, uneven] : {std::pair{"demo", false}, {"demo", true}, {"small", true}}) {
+  for (const auto& [preset_name, uneven_links] : {std::pair{"demo", false}, {"demo", true}, {"small", true}}) {
+    // Plain copies: clang 14 cannot capture structured bindings in CAPTURE's lambda.
+    const std::string preset = preset_name;
+    const bool uneven = uneven_links;
     CAPTURE(preset);
     CAPTURE(uneven);
-    JobSimIndex index(PresetSnapshot(preset, uneven));
+    JobSimIndex index(PresetSnapshot(preset.c_str(), uneven));
     // One workspace per mode, reused across drains as the server does (the
     // memo must not leak from one drain into the next).
     JobSimWorkspace with, without;
