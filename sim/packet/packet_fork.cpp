@@ -95,20 +95,18 @@ template <class T>
 void PutArray(std::string& out, const std::vector<T>& v) {
   static_assert(std::is_trivially_copyable_v<T>);
   Put(out, static_cast<uint64_t>(v.size()));
-  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  if (!v.empty()) out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
 
 std::string EncodeOutput(const RunOutput& o) {
   std::string out(1, 'R');
-  Put(out, static_cast<uint64_t>(o.flow_done_s.size()));
-  out.append(reinterpret_cast<const char*>(o.flow_done_s.data()), o.flow_done_s.size() * sizeof(double));
+  PutArray(out, o.flow_done_s);
   Put(out, o.stats.simulated_s);
   Put(out, o.stats.wall_s);
   Put(out, o.stats.packets_sent);
   Put(out, o.stats.ecn_marks);
   Put(out, o.stats.drops);
-  Put(out, static_cast<uint64_t>(o.stats.links.size()));
-  out.append(reinterpret_cast<const char*>(o.stats.links.data()), o.stats.links.size() * sizeof(PacketLinkStats));
+  PutArray(out, o.stats.links);
   return out;
 }
 
@@ -164,7 +162,7 @@ class Reader {
   bool GetArray(std::vector<T>& v, uint64_t n) {
     if (n > (b_.size() - pos_) / sizeof(T)) return false;
     v.resize(n);
-    std::memcpy(v.data(), b_.data() + pos_, n * sizeof(T));
+    if (n > 0) std::memcpy(v.data(), b_.data() + pos_, n * sizeof(T));  // an empty vector's data() may be null
     pos_ += n * sizeof(T);
     return true;
   }

@@ -2,9 +2,9 @@
 //
 // The flow level writes hundreds of MB per run (32k-moe: about 220 MB),
 // most of it in arrays that only live for that run; on 4 KiB pages a cold
-// run spends much of its time in page faults (32k-moe spray-path, about
-// 100 k faults: 1.40 s cold against 0.90 s with huge pages, idle;
-// docs/performance.md).
+// run spends much of its time in page faults (32k-moe spray-path: 73 k
+// faults for the process, 1.40 s cold against 0.90 s with huge pages and
+// 3 k faults; docs/performance.md).
 // glibc 2.35+ makes malloc ask for huge pages (madvise(MADV_HUGEPAGE) on its
 // heap and its mmap'd chunks) under the tunable glibc.malloc.hugetlb=1, but
 // reads tunables only when a process starts, from GLIBC_TUNABLES. So this
