@@ -177,6 +177,28 @@ void CheckSameNumbers(const sim::PacketReport& a, const sim::PacketReport& b) {
   }
 }
 
+// Runs `o` as given (baseline and drained in two child processes) and
+// again one after another in this process: the same numbers to the last
+// bit, `jobs` jobs, and progress that never goes back and ends at 1.
+// Returns the one-process report.
+sim::PacketReport CheckChildrenMatchOneProcess(const model::Snapshot& snap, const model::Drain& drain,
+                                               sim::PacketOptions o, size_t jobs) {
+  std::vector<double> progress;
+  o.progress = [&](double f) { progress.push_back(f); };
+  auto children = sim::SimulatePackets(snap, drain, o);
+  REQUIRE_MESSAGE(children.has_value(), children.error().message);
+  o.parallel_runs = false;
+  o.progress = nullptr;
+  auto here = sim::SimulatePackets(snap, drain, o);
+  REQUIRE_MESSAGE(here.has_value(), here.error().message);
+  REQUIRE(here->jobs.size() == jobs);
+  CheckSameNumbers(*children, *here);
+  REQUIRE_FALSE(progress.empty());
+  CHECK(std::is_sorted(progress.begin(), progress.end()));  // never backwards, not even by a rounding
+  CHECK(progress.back() == 1.0);
+  return std::move(*here);
+}
+
 TEST_CASE("packet level: the forked runs give the numbers of the single-process runs, and progress to the end") {
   if (!sim::PacketLevelAvailable()) return;
   // Baseline and drained in two child processes (parallel_runs, the
@@ -184,21 +206,7 @@ TEST_CASE("packet level: the forked runs give the numbers of the single-process 
   // seeds, so the same numbers to the last bit.
   auto topo = Fabric(SixteenHosts());
   auto snap = Snapshot(topo, {PermutationJob("perm", HostNames(*topo), 8, 1e6)});
-  const model::Drain drain = DrainSwitches(*topo, {"spine1"});
-  sim::PacketOptions o;
-  std::vector<double> progress;
-  o.progress = [&](double f) { progress.push_back(f); };
-  auto forked = sim::SimulatePackets(*snap, drain, o);
-  REQUIRE_MESSAGE(forked.has_value(), forked.error().message);
-  o.parallel_runs = false;
-  o.progress = nullptr;
-  auto here = sim::SimulatePackets(*snap, drain, o);
-  REQUIRE_MESSAGE(here.has_value(), here.error().message);
-  REQUIRE(here->jobs.size() == 1);
-  CheckSameNumbers(*forked, *here);
-  REQUIRE_FALSE(progress.empty());
-  CHECK(std::is_sorted(progress.begin(), progress.end()));  // never backwards, not even by a rounding
-  CHECK(progress.back() == 1.0);
+  CheckChildrenMatchOneProcess(*snap, DrainSwitches(*topo, {"spine1"}), sim::PacketOptions{}, 1);
 }
 
 TEST_CASE("packet level: runs spawned as drainwise packet-worker give the numbers of the single-process runs") {
@@ -226,19 +234,7 @@ TEST_CASE("packet level: runs spawned as drainwise packet-worker give the number
   o.mtu_bytes = 2048;
   o.ecn_threshold_packets = 20;
   o.worker_program = DRAINWISE_BINARY;
-  std::vector<double> progress;
-  o.progress = [&](double f) { progress.push_back(f); };
-  auto spawned = sim::SimulatePackets(*snap, drain, o);
-  REQUIRE_MESSAGE(spawned.has_value(), spawned.error().message);
-  o.parallel_runs = false;
-  o.progress = nullptr;
-  auto here = sim::SimulatePackets(*snap, drain, o);
-  REQUIRE_MESSAGE(here.has_value(), here.error().message);
-  REQUIRE(here->jobs.size() == 2);
-  CheckSameNumbers(*spawned, *here);
-  REQUIRE_FALSE(progress.empty());
-  CHECK(std::is_sorted(progress.begin(), progress.end()));
-  CHECK(progress.back() == 1.0);
+  const sim::PacketReport here = CheckChildrenMatchOneProcess(*snap, drain, o, 2);
 
   // The settings did reach the workers: the default options give other numbers.
   sim::PacketOptions defaults;
@@ -247,7 +243,7 @@ TEST_CASE("packet level: runs spawned as drainwise packet-worker give the number
   defaults.parallel_runs = false;
   auto other = sim::SimulatePackets(*snap, drain, defaults);
   REQUIRE(other.has_value());
-  CHECK(other->drained.packets_sent != here->drained.packets_sent);  // 4 KiB MTU: about half the packets
+  CHECK(other->drained.packets_sent != here.drained.packets_sent);  // 4 KiB MTU: about half the packets
 }
 
 TEST_CASE("packet level: a worker that cannot start, or ends without an answer, is an error that says so") {
