@@ -7,7 +7,9 @@
 //                                            (4.1 M rank-level flows), one run per
 //                                            routing mode; hash modes take the seed
 //                                            count and threads as arguments
-//                                            (Moe32k_Full_Hash/8/2: 8 seeds, 2 threads)
+//                                            (Moe32k_Full_Hash/8/2: 8 seeds, 2 threads),
+//                                            the other modes the threads
+//                                            (Moe32k_Full_Spray/2)
 //
 // Each "Full" iteration is what a cold assessment costs: workload, routes and
 // baseline (FlowSimulator::Create) plus the drained run; "Drained" reuses a
@@ -174,8 +176,10 @@ void BM_AllToAllOnly32k_Full_Spine(benchmark::State& s) { RunFull(s, 1.0, "spine
 void BM_AllToAllOnly32k_Full_Leaf(benchmark::State& s) { RunFull(s, 1.0, "leaf", sim::FlowRouting::kSpray); }
 void BM_AllToAll32k_Full_Hash8(benchmark::State& s) { RunFull(s, 0.8, "spine", sim::FlowRouting::kHashResilient); }
 
-void BM_Moe32k_Full_Spray(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSpray, 1, 1); }
-void BM_Moe32k_Full_SprayPath(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSprayPath, 1, 1); }
+// Spray modes, argument: threads (a second one solves components at once).
+int ThreadsArg(const benchmark::State& s) { return static_cast<int>(s.range(0)); }
+void BM_Moe32k_Full_Spray(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSpray, 1, ThreadsArg(s)); }
+void BM_Moe32k_Full_SprayPath(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSprayPath, 1, ThreadsArg(s)); }
 
 // Arguments: seeds, threads.
 void BM_Moe32k_Full_Hash(benchmark::State& s) {
@@ -189,11 +193,17 @@ void BM_Moe32k_Full_HashRehash(benchmark::State& s) {
   RunMoe(s, sim::FlowRouting::kHashRehash, static_cast<int>(s.range(0)), static_cast<int>(s.range(1)));
 }
 
-void BM_Moe32k_Full_Adaptive(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kAdaptive, 1, 1); }
+void BM_Moe32k_Full_Adaptive(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kAdaptive, 1, ThreadsArg(s)); }
 // The same after one untimed run in the process (memory reused).
-void BM_Moe32k_Warm_Spray(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSpray, 1, 1, true, false, true); }
-void BM_Moe32k_Warm_SprayPath(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSprayPath, 1, 1, true, false, true); }
-void BM_Moe32k_Warm_Adaptive(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kAdaptive, 1, 1, true, false, true); }
+void BM_Moe32k_Warm_Spray(benchmark::State& s) {
+  RunMoe(s, sim::FlowRouting::kSpray, 1, ThreadsArg(s), true, false, true);
+}
+void BM_Moe32k_Warm_SprayPath(benchmark::State& s) {
+  RunMoe(s, sim::FlowRouting::kSprayPath, 1, ThreadsArg(s), true, false, true);
+}
+void BM_Moe32k_Warm_Adaptive(benchmark::State& s) {
+  RunMoe(s, sim::FlowRouting::kAdaptive, 1, ThreadsArg(s), true, false, true);
+}
 // `32k-moe-2to1`: leaf uplinks at 200G (2:1), so fabric links fill.
 void BM_Moe32k2to1_Full_Spray(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSpray, 1, 1, true, true); }
 void BM_Moe32k2to1_Full_SprayPath(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kSprayPath, 1, 1, true, true); }
@@ -215,8 +225,8 @@ BENCHMARK(BM_AllToAllOnly32k_Full_Spine)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllToAllOnly32k_Full_Leaf)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllToAll32k_Full_Hash8)->Unit(benchmark::kMillisecond);
 // One iteration each: a cold 32k-moe run is seconds to minutes (hash).
-BENCHMARK(BM_Moe32k_Full_Spray)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK(BM_Moe32k_Full_SprayPath)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Moe32k_Full_Spray)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_Moe32k_Full_SprayPath)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_Moe32k_Full_Hash)
     ->Args({1, 1})
     ->Args({8, 1})
@@ -224,10 +234,10 @@ BENCHMARK(BM_Moe32k_Full_Hash)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(1);
-BENCHMARK(BM_Moe32k_Full_Adaptive)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK(BM_Moe32k_Warm_Spray)->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK(BM_Moe32k_Warm_SprayPath)->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK(BM_Moe32k_Warm_Adaptive)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_Moe32k_Full_Adaptive)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_Moe32k_Warm_Spray)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_Moe32k_Warm_SprayPath)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_Moe32k_Warm_Adaptive)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_Moe32k2to1_Full_Spray)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Moe32k2to1_Full_SprayPath)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Moe32k2to1_Full_Adaptive)->Unit(benchmark::kMillisecond)->Iterations(1);

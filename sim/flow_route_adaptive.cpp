@@ -265,7 +265,8 @@ bool SameShares(std::span<const LinkShare> a, std::span<const LinkShare> b) {
 
 }  // namespace
 
-Status FlowSimulator::State::Adapt(const Scenario* base, Scenario& sc, std::stop_token stop) const {
+Status FlowSimulator::State::Adapt(const Scenario* base, Scenario& sc, const TaskRunner* runner,
+                                   std::stop_token stop) const {
   FluidProblem& p = sc.problem;
   const size_t nc = p.class_count(), na = p.aggregate_count(), nl = p.capacity_bps.size();
   sc.adapted.assign(nc, {});
@@ -354,7 +355,7 @@ Status FlowSimulator::State::Adapt(const Scenario* base, Scenario& sc, std::stop
     }
     hint = {&base->solution, &previous};
   }
-  auto sol = SolveFluid(p, stop, hint, FluidOptions{options.incremental_solver});
+  auto sol = SolveFluid(p, stop, hint, FluidOptions{options.incremental_solver, nullptr, runner});
   if (!sol) return tl::unexpected(sol.error());
   if (Carried0(p, *sol) < Carried0(p, spray) * (1 - 1e-12)) {
     // Balancing the offered loads carried less in all: spray-path stands.

@@ -82,11 +82,11 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
     hint = {&from.reuse->SpraySolution(), &previous};
   }
   SolverScratch scratch = from.pool != nullptr ? from.pool->TakeScratch() : SolverScratch{};
-  auto sol = SolveFluid(sc.problem, stop, hint, FluidOptions{options.incremental_solver, &scratch});
+  auto sol = SolveFluid(sc.problem, stop, hint, FluidOptions{options.incremental_solver, &scratch, from.runner});
   if (!sol) return tl::unexpected(sol.error());
   sc.solution = std::move(*sol);
   if (options.routing == FlowRouting::kAdaptive) {
-    if (auto ok = Adapt(from.reuse, sc, stop); !ok) return tl::unexpected(ok.error());
+    if (auto ok = Adapt(from.reuse, sc, from.runner, stop); !ok) return tl::unexpected(ok.error());
   }
   if (options.overload_penalty > 0) {
     // Links at or past the threshold at t = 0 lose a further share of their
@@ -101,7 +101,7 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
     }
     if (sc.links_penalised > 0) {
       sc.capacity_bps = sc.problem.capacity_bps;
-      auto again = SolveFluid(sc.problem, stop, {}, FluidOptions{options.incremental_solver, &scratch});
+      auto again = SolveFluid(sc.problem, stop, {}, FluidOptions{options.incremental_solver, &scratch, from.runner});
       if (!again) return tl::unexpected(again.error());
       sc.solution = std::move(*again);
     }

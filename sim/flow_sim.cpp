@@ -7,19 +7,6 @@
 
 namespace drainwise::sim {
 
-namespace {
-
-void RunTasks(const TaskRunner& runner, size_t n, const std::function<void(size_t)>& task) {
-  if (n == 0) return;
-  if (runner && n > 1) {
-    runner(n, task);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) task(i);
-}
-
-}  // namespace
-
 FlowSimulator::FlowSimulator(std::unique_ptr<State> state) : state_(std::move(state)) {}
 FlowSimulator::~FlowSimulator() = default;
 const FlowOptions& FlowSimulator::options() const { return state_->options; }
@@ -68,6 +55,7 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   };
   State::RunFrom first_from;
   first_from.pool = &pool;
+  first_from.runner = &runner;  // the first seed runs alone
   auto first = st->Run(none, first_from, st->options.seed, stop);
   if (!first) return tl::unexpected(first.error());
   keep(0, std::move(*first));
@@ -112,6 +100,7 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
     from.reuse = &st.baseline[k];
     if (st.hash()) from.routes = &drained_routes;  // same mask
     if (o.routing == FlowRouting::kHashResilient) from.previous_paths = &st.baseline[k];
+    if (nseeds == 1) from.runner = &runner;  // one seed: no task of the runner's
     return st.Run(mask, from, o.seed + k, stop);
   };
   // Every seed keeps only its outcome, its scenario freed as soon as it is

@@ -39,6 +39,7 @@
 #include "model/error.h"
 #include "model/ids.h"
 #include "model/snapshot.h"
+#include "sim/task_runner.h"
 
 namespace drainwise::sim {
 
@@ -198,25 +199,21 @@ struct FlowReport {
   FlowModelInfo model;
 };
 
-// Runs task(i) for every i in [0, n), possibly several at once on the
-// caller's threads, and returns when every call has returned. The simulator
-// starts no thread itself: it hands independent work (the seeds of the hash
-// modes) to the runner its caller passes. An empty runner runs the tasks one
-// after another on the calling thread.
-using TaskRunner = std::function<void(size_t n, const std::function<void(size_t)>& task)>;
-
 // The workload and the baseline of one snapshot under one set of options,
 // computed once; Simulate() then only re-solves what the drain changes.
 class FlowSimulator {
  public:
   // Errors: kInvalidArgument for bad options, kCancelled when `stop` fires.
-  // Hash modes run seeds after the first through `runner`.
+  // Hash modes run seeds after the first through `runner`; a run that is
+  // not one of its tasks (the first seed, every spray mode) solves the
+  // independent components of its flow problem through it.
   static Result<std::shared_ptr<const FlowSimulator>> Create(model::SnapshotPtr snapshot, FlowOptions options,
                                                              std::stop_token stop = {}, const TaskRunner& runner = {});
   ~FlowSimulator();
 
   // Baseline (no drain) and `drain` applied. Errors: kCancelled. Hash modes
-  // run seeds after the first through `runner`; a drained seed's flow
+  // run their seeds through `runner`, one seed solves its components
+  // through it (as in Create); a drained seed's flow
   // problem lives only while its task runs (the first seed's until the
   // report is built). The cached baselines keep each seed's routes and
   // solution (~30 B per aggregate), not its flow problem.

@@ -156,12 +156,15 @@ struct FlowSimulator::State {
   // or another seed's run under the same mask); `routes`, a table computed
   // under the same mask to borrow routes from instead; `previous_paths`, the
   // baseline whose hashed paths resilient hashing keeps; `pool`, where a
-  // hash run's problem arrays and solver scratch come from.
+  // hash run's problem arrays and solver scratch come from; `runner`,
+  // where the solver may solve components at once (never set for a run
+  // that is itself a runner's task).
   struct RunFrom {
     const Scenario* reuse = nullptr;
     const RouteTable* routes = nullptr;
     const Scenario* previous_paths = nullptr;
     ProblemPool* pool = nullptr;  // hash modes: where sc.problem's arrays come from
+    const TaskRunner* runner = nullptr;
   };
   // Registers every demand's routes under `mask` in `table` and computes
   // them, borrowing from `from.routes` (same mask) or `from.reuse`'s table
@@ -174,7 +177,7 @@ struct FlowSimulator::State {
   // classes crossing a link full at t = 0 onto their less loaded shortest
   // paths and solves again (reusing `base`'s adapted components), keeping
   // the spray-path solution when that carries more at t = 0.
-  Status Adapt(const Scenario* base, Scenario& sc, std::stop_token stop) const;
+  Status Adapt(const Scenario* base, Scenario& sc, const TaskRunner* runner, std::stop_token stop) const;
   Result<Scenario> Run(const model::DrainMask& mask, const RunFrom& from, uint64_t seed, std::stop_token stop) const;
   std::vector<uint32_t> ReuseMap(const Scenario& base, const Scenario& sc) const;
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <mutex>
 #include <numeric>
 #include <queue>
 
@@ -331,7 +333,7 @@ class WaterFiller {
 class IncrementalEvents {
  public:
   Status Run(const LocalProblem& p, const std::vector<double>& bits, WaterFiller& filler, FluidSolution& sol,
-             std::stop_token stop) {
+             size_t& events, std::stop_token stop) {
     const size_t n = p.aggs.size(), nl = p.links.size(), nc = p.class_off.size() - 1;
     AssignHuge(active_, n, 0);
     AssignHuge(rate_, n, 0.0);
@@ -396,7 +398,7 @@ class IncrementalEvents {
     while (live > 0) {
       if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
       const double next = NextFinish();
-      ++sol.events;
+      ++events;
       if (!std::isfinite(next)) {  // nothing can progress (zero capacity): never finishes
         for (uint32_t i : order_) sol.finish_s[p.aggs[i]] = kInf;
         break;
@@ -772,13 +774,219 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
   return bound;
 }
 
+// What one thread needs to solve components: the local problem, the
+// filler, the event state and the maps from global to local ids (every
+// entry UINT32_MAX between components).
+struct ComponentWork {
+  LocalProblem lp;
+  WaterFiller filler;
+  IncrementalEvents incremental;
+  std::vector<uint32_t> link_local, class_local, classes_used;
+  std::vector<LinkShare> class_single;  // per class: its one tight link (local id) and share
+  std::vector<uint8_t> active;
+  std::vector<double> rate, remaining;
+  std::vector<uint32_t> bottleneck;
+
+  void Prepare(size_t nl, size_t nc) {
+    link_local.assign(nl, UINT32_MAX);
+    class_local.assign(nc, UINT32_MAX);
+    class_single.resize(nc);
+  }
+};
+
+// Simulates the component whose aggregates are [mb, me): writes their
+// finish_s, rate0_bps and bottleneck0 in `sol` (nothing else of it, so
+// components can be solved concurrently) and adds its batches to `events`.
+Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, const std::vector<uint8_t>& class_tight,
+                      const uint32_t* mb, const uint32_t* me, bool incremental_events, ComponentWork& w,
+                      FluidSolution& sol, size_t& events, std::stop_token stop) {
+  LocalProblem& lp = w.lp;
+  std::vector<uint32_t>& link_local = w.link_local;
+  std::vector<uint32_t>& class_local = w.class_local;
+  std::vector<uint32_t>& classes_used = w.classes_used;
+  std::vector<LinkShare>& class_single = w.class_single;
+  std::vector<uint8_t>& active = w.active;
+  std::vector<double>& rate = w.rate;
+  std::vector<double>& remaining = w.remaining;
+  std::vector<uint32_t>& bottleneck = w.bottleneck;
+  constexpr uint32_t kSingle = UINT32_MAX - 1;  // class_local: flattened into private links
+  // Build the local problem: tight links only.
+  lp.Clear();
+  auto local_link = [&](uint32_t l) {
+    if (link_local[l] == UINT32_MAX) {
+      link_local[l] = static_cast<uint32_t>(lp.links.size());
+      lp.links.push_back(l);
+      lp.capacity.push_back(p.capacity_bps[l]);
+    }
+    return link_local[l];
+  };
+  // Local link ids in the order of first use (private links, then class
+  // links), as ties between links saturating together are broken by id.
+  classes_used.clear();
+  for (const uint32_t* it = mb; it != me; ++it) {
+    const uint32_t a = *it;
+    for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) local_link(p.private_links[k].link);
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+      const uint32_t c = p.terms[k].cls;
+      if (class_tight[c] && class_local[c] == UINT32_MAX) {
+        class_local[c] = 0;
+        classes_used.push_back(c);
+      }
+    }
+  }
+  {
+    size_t priv = 0, terms = 0;
+    for (const uint32_t* it = mb; it != me; ++it) {
+      priv += p.private_offsets[*it + 1] - p.private_offsets[*it];
+      terms += p.term_offsets[*it + 1] - p.term_offsets[*it];
+    }
+    const size_t n = static_cast<size_t>(me - mb);
+    ReserveHuge(lp.aggs, n);
+    ReserveHuge(lp.weight, n);
+    ReserveHuge(lp.priv_off, n + 1);
+    ReserveHuge(lp.term_off, n + 1);
+    ReserveHuge(lp.priv, priv + terms);  // most terms flatten into private links
+  }
+  // A class with one tight link is, for the solve, a private link of each
+  // aggregate on it (share scale x share): no class bookkeeping in the
+  // fills (every class of the hash modes is one fabric link).
+  uint32_t multi = 0;
+  for (uint32_t c : classes_used) {
+    uint32_t tight_links = 0, only = 0;
+    double only_share = 0;
+    for (const LinkShare& ls : p.classes[c]) {
+      if (!tight[ls.link]) continue;
+      only = local_link(ls.link);
+      only_share = ls.share;
+      ++tight_links;
+    }
+    if (tight_links == 1) {
+      class_local[c] = kSingle;
+      class_single[c] = {only, only_share};
+      continue;
+    }
+    class_local[c] = multi++;
+    for (const LinkShare& ls : p.classes[c]) {
+      if (tight[ls.link]) lp.class_links.push_back({local_link(ls.link), ls.share});
+    }
+    lp.class_off.push_back(static_cast<uint32_t>(lp.class_links.size()));
+  }
+  for (const uint32_t* it = mb; it != me; ++it) {
+    const uint32_t a = *it;
+    lp.aggs.push_back(a);
+    lp.weight.push_back(p.weight[a]);
+    for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
+      lp.priv.push_back({link_local[p.private_links[k].link], p.private_links[k].share});
+    }
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+      const uint32_t c = p.terms[k].cls;
+      if (class_tight[c] && class_local[c] == kSingle) {
+        lp.priv.push_back({class_single[c].link, p.terms[k].scale * class_single[c].share});
+      }
+    }
+    lp.priv_off.push_back(static_cast<uint32_t>(lp.priv.size()));
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+      const uint32_t c = p.terms[k].cls;
+      if (class_tight[c] && class_local[c] != kSingle) lp.terms.push_back({class_local[c], p.terms[k].scale});
+    }
+    lp.term_off.push_back(static_cast<uint32_t>(lp.terms.size()));
+  }
+  for (uint32_t c : classes_used) class_local[c] = UINT32_MAX;
+  for (uint32_t l : lp.links) link_local[l] = UINT32_MAX;
+  lp.BuildReverse();
+
+  const size_t n = lp.aggs.size();
+  if (incremental_events) return w.incremental.Run(lp, p.bits, w.filler, sol, events, stop);
+  // The reference: fill everything, advance to the next batch of
+  // completions, repeat.
+  active.assign(n, 0);
+  rate.assign(n, 0.0);
+  bottleneck.assign(n, kNoLink);
+  remaining.resize(n);
+  size_t live = 0;
+  for (size_t i = 0; i < n; ++i) {
+    remaining[i] = p.bits[lp.aggs[i]];
+    if (remaining[i] > 0) {
+      active[i] = 1;
+      ++live;
+    }
+  }
+  double now = 0;
+  bool first = true;
+  while (live > 0) {
+    if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
+    w.filler.Fill(lp, active, rate, bottleneck);
+    if (first) {
+      for (size_t i = 0; i < n; ++i) {
+        if (!active[i]) continue;
+        sol.rate0_bps[lp.aggs[i]] = rate[i];
+        sol.bottleneck0[lp.aggs[i]] = bottleneck[i] == kNoLink ? kNoLink : lp.links[bottleneck[i]];
+      }
+      first = false;
+    }
+    double dt = kInf;
+    for (size_t i = 0; i < n; ++i) {
+      if (active[i]) dt = std::min(dt, rate[i] > 0 ? remaining[i] / rate[i] : kInf);
+    }
+    ++events;
+    if (!std::isfinite(dt)) {  // nothing can progress (zero capacity): never finishes
+      for (size_t i = 0; i < n; ++i) {
+        if (active[i]) sol.finish_s[lp.aggs[i]] = kInf;
+      }
+      return {};
+    }
+    const double cutoff = dt * (1 + kBatchTolerance);
+    now += dt;
+    for (size_t i = 0; i < n; ++i) {
+      if (!active[i]) continue;
+      if (rate[i] == kInf || remaining[i] <= rate[i] * cutoff) {
+        active[i] = 0;
+        --live;
+        sol.finish_s[lp.aggs[i]] = now;
+      } else {
+        remaining[i] -= rate[i] * dt;
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 struct SolverScratch::Impl {
   std::vector<uint32_t> parent, comp_of_root, members;
-  LocalProblem lp;
-  WaterFiller filler;
-  IncrementalEvents incremental;
+  // One ComponentWork per thread that solves components at once: `works`
+  // only grows (to the runner's concurrency), and `free` lists those no
+  // task holds.
+  std::deque<ComponentWork> works;
+  std::vector<ComponentWork*> free;
+  std::mutex mu;
+  size_t nl = 0, nc = 0;  // the sizes of the problem being solved
+
+  void Prepare(size_t links, size_t classes) {
+    nl = links;
+    nc = classes;
+    if (works.empty()) works.emplace_back();
+    free.clear();
+    for (ComponentWork& w : works) {
+      w.Prepare(nl, nc);
+      free.push_back(&w);
+    }
+  }
+  ComponentWork& Take() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (free.empty()) {
+      works.emplace_back().Prepare(nl, nc);
+      return works.back();
+    }
+    ComponentWork* w = free.back();
+    free.pop_back();
+    return *w;
+  }
+  void Give(ComponentWork& w) {
+    std::lock_guard<std::mutex> lock(mu);
+    free.push_back(&w);
+  }
 };
 SolverScratch::SolverScratch() : impl_(std::make_unique<Impl>()) {}
 SolverScratch::~SolverScratch() = default;
@@ -863,21 +1071,13 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     for (uint32_t a = 0; a < na; ++a) members[fill[sol.component[a]]++] = a;
   }
 
-  // 3. Simulate each component.
-  LocalProblem& lp = work.lp;
-  WaterFiller& filler = work.filler;
-  IncrementalEvents& incremental = work.incremental;
-  std::vector<uint32_t> link_local(nl, UINT32_MAX), class_local(nc, UINT32_MAX), classes_used;
-  constexpr uint32_t kSingle = UINT32_MAX - 1;  // class_local: flattened into private links
-  std::vector<LinkShare> class_single(nc);      // its one tight link (local id) and share
-  std::vector<uint8_t> active;
-  std::vector<double> rate, remaining;
-  std::vector<uint32_t> bottleneck;
+  // 3. Simulate each component: those a previous solution has are copied;
+  //    the others are solved, concurrently through options.runner when
+  //    there is one (each touches only its own aggregates' entries of sol).
+  std::vector<uint32_t> to_solve;
   for (size_t comp = 0; comp < ncomp; ++comp) {
     const uint32_t* mb = members.data() + comp_off[comp];
     const uint32_t* me = members.data() + comp_off[comp + 1];
-    if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
-
     if (reuse.previous != nullptr && reuse.previous_index != nullptr) {
       const FluidSolution& prev = *reuse.previous;
       const auto& idx = *reuse.previous_index;
@@ -897,150 +1097,33 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
         continue;
       }
     }
-
-    // Build the local problem: tight links only.
-    lp.Clear();
-    auto local_link = [&](uint32_t l) {
-      if (link_local[l] == UINT32_MAX) {
-        link_local[l] = static_cast<uint32_t>(lp.links.size());
-        lp.links.push_back(l);
-        lp.capacity.push_back(p.capacity_bps[l]);
-      }
-      return link_local[l];
-    };
-    // Local link ids in the order of first use (private links, then class
-    // links), as ties between links saturating together are broken by id.
-    classes_used.clear();
-    for (const uint32_t* it = mb; it != me; ++it) {
-      const uint32_t a = *it;
-      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) local_link(p.private_links[k].link);
-      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-        const uint32_t c = p.terms[k].cls;
-        if (class_tight[c] && class_local[c] == UINT32_MAX) {
-          class_local[c] = 0;
-          classes_used.push_back(c);
-        }
-      }
+    to_solve.push_back(static_cast<uint32_t>(comp));
+    sol.max_component = std::max<size_t>(sol.max_component, me - mb);
+  }
+  sol.components_solved = to_solve.size();
+  const bool concurrent = options.runner != nullptr && *options.runner && to_solve.size() > 1;
+  if (concurrent) {
+    // Largest first, so that the threads finish close together.
+    std::stable_sort(to_solve.begin(), to_solve.end(),
+                     [&](uint32_t x, uint32_t y) { return sol.component_size[x] > sol.component_size[y]; });
+  }
+  std::vector<Status> status(to_solve.size());
+  std::vector<size_t> events(to_solve.size(), 0);
+  work.Prepare(nl, nc);
+  RunTasks(concurrent ? *options.runner : TaskRunner{}, to_solve.size(), [&](size_t i) {
+    if (stop.stop_requested()) {
+      status[i] = MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
+      return;
     }
-    {
-      size_t priv = 0, terms = 0;
-      for (const uint32_t* it = mb; it != me; ++it) {
-        priv += p.private_offsets[*it + 1] - p.private_offsets[*it];
-        terms += p.term_offsets[*it + 1] - p.term_offsets[*it];
-      }
-      const size_t n = static_cast<size_t>(me - mb);
-      ReserveHuge(lp.aggs, n);
-      ReserveHuge(lp.weight, n);
-      ReserveHuge(lp.priv_off, n + 1);
-      ReserveHuge(lp.term_off, n + 1);
-      ReserveHuge(lp.priv, priv + terms);  // most terms flatten into private links
-    }
-    // A class with one tight link is, for the solve, a private link of each
-    // aggregate on it (share scale x share): no class bookkeeping in the
-    // fills (every class of the hash modes is one fabric link).
-    uint32_t multi = 0;
-    for (uint32_t c : classes_used) {
-      uint32_t tight_links = 0, only = 0;
-      double only_share = 0;
-      for (const LinkShare& ls : p.classes[c]) {
-        if (!tight[ls.link]) continue;
-        only = local_link(ls.link);
-        only_share = ls.share;
-        ++tight_links;
-      }
-      if (tight_links == 1) {
-        class_local[c] = kSingle;
-        class_single[c] = {only, only_share};
-        continue;
-      }
-      class_local[c] = multi++;
-      for (const LinkShare& ls : p.classes[c]) {
-        if (tight[ls.link]) lp.class_links.push_back({local_link(ls.link), ls.share});
-      }
-      lp.class_off.push_back(static_cast<uint32_t>(lp.class_links.size()));
-    }
-    for (const uint32_t* it = mb; it != me; ++it) {
-      const uint32_t a = *it;
-      lp.aggs.push_back(a);
-      lp.weight.push_back(p.weight[a]);
-      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
-        lp.priv.push_back({link_local[p.private_links[k].link], p.private_links[k].share});
-      }
-      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-        const uint32_t c = p.terms[k].cls;
-        if (class_tight[c] && class_local[c] == kSingle) {
-          lp.priv.push_back({class_single[c].link, p.terms[k].scale * class_single[c].share});
-        }
-      }
-      lp.priv_off.push_back(static_cast<uint32_t>(lp.priv.size()));
-      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-        const uint32_t c = p.terms[k].cls;
-        if (class_tight[c] && class_local[c] != kSingle) lp.terms.push_back({class_local[c], p.terms[k].scale});
-      }
-      lp.term_off.push_back(static_cast<uint32_t>(lp.terms.size()));
-    }
-    for (uint32_t c : classes_used) class_local[c] = UINT32_MAX;
-    for (uint32_t l : lp.links) link_local[l] = UINT32_MAX;
-    lp.BuildReverse();
-
-    const size_t n = lp.aggs.size();
-    sol.max_component = std::max(sol.max_component, n);
-    ++sol.components_solved;
-    if (options.incremental) {
-      if (auto ok = incremental.Run(lp, p.bits, filler, sol, stop); !ok) return tl::unexpected(ok.error());
-      continue;
-    }
-    // The reference: fill everything, advance to the next batch of
-    // completions, repeat.
-    active.assign(n, 0);
-    rate.assign(n, 0.0);
-    bottleneck.assign(n, kNoLink);
-    remaining.resize(n);
-    size_t live = 0;
-    for (size_t i = 0; i < n; ++i) {
-      remaining[i] = p.bits[lp.aggs[i]];
-      if (remaining[i] > 0) {
-        active[i] = 1;
-        ++live;
-      }
-    }
-    double now = 0;
-    bool first = true;
-    while (live > 0) {
-      if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
-      filler.Fill(lp, active, rate, bottleneck);
-      if (first) {
-        for (size_t i = 0; i < n; ++i) {
-          if (!active[i]) continue;
-          sol.rate0_bps[lp.aggs[i]] = rate[i];
-          sol.bottleneck0[lp.aggs[i]] = bottleneck[i] == kNoLink ? kNoLink : lp.links[bottleneck[i]];
-        }
-        first = false;
-      }
-      double dt = kInf;
-      for (size_t i = 0; i < n; ++i) {
-        if (active[i]) dt = std::min(dt, rate[i] > 0 ? remaining[i] / rate[i] : kInf);
-      }
-      ++sol.events;
-      if (!std::isfinite(dt)) {  // nothing can progress (zero capacity): never finishes
-        for (size_t i = 0; i < n; ++i) {
-          if (active[i]) sol.finish_s[lp.aggs[i]] = kInf;
-        }
-        break;
-      }
-      const double cutoff = dt * (1 + kBatchTolerance);
-      now += dt;
-      for (size_t i = 0; i < n; ++i) {
-        if (!active[i]) continue;
-        if (rate[i] == kInf || remaining[i] <= rate[i] * cutoff) {
-          active[i] = 0;
-          --live;
-          sol.finish_s[lp.aggs[i]] = now;
-        } else {
-          remaining[i] -= rate[i] * dt;
-        }
-      }
-    }
+    ComponentWork& w = work.Take();
+    const uint32_t comp = to_solve[i];
+    status[i] = SolveComponent(p, tight, class_tight, members.data() + comp_off[comp], members.data() + comp_off[comp + 1],
+                               options.incremental, w, sol, events[i], stop);
+    work.Give(w);
+  });
+  for (size_t i = 0; i < to_solve.size(); ++i) {
+    if (!status[i]) return tl::unexpected(status[i].error());
+    sol.events += events[i];
   }
 
   // 4. Loads at t = 0 on every link (tight or not).

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "model/error.h"
+#include "sim/task_runner.h"
 
 namespace drainwise::sim {
 
@@ -138,6 +139,10 @@ struct FluidOptions {
   bool incremental = true;
   // Where SolveFluid's working arrays live; null: its own, freed on return.
   SolverScratch* scratch = nullptr;
+  // Where independent components are solved, several at once; null or
+  // empty: one after another on the calling thread. The solution is the
+  // same to the last bit either way. Not called from inside a task.
+  const TaskRunner* runner = nullptr;
 };
 
 Result<FluidSolution> SolveFluid(const FluidProblem& problem, std::stop_token stop = {}, const ReuseHint& reuse = {},

@@ -9,7 +9,8 @@
 //     collective workloads, in every routing mode (hash and hash-rehash
 //     included), oversubscribed so that fabric links couple jobs;
 //   - seeds run through a TaskRunner on two threads give the same report
-//     as seeds run one after another.
+//     as seeds run one after another, and so do the components of one
+//     problem solved on two threads (to the last bit).
 // Tolerance: 0.1 % (the exactness contract); the two solvers agree far
 // closer in practice.
 #include <algorithm>
@@ -181,12 +182,12 @@ TEST_CASE("incremental solver: random problems, against the full re-fill and the
 // Random fabric, oversubscribed at random, with ring, all-to-all and
 // pipeline jobs on consecutive hosts (several per leaf group and across
 // pods), and a random switch + links drain.
-struct Case {
+struct CollectiveCase {
   model::SnapshotPtr snapshot;
   model::Drain drain;
 };
 
-Case RandomCollectiveCase(uint64_t seed) {
+CollectiveCase RandomCollectiveCase(uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   fabric::FabricOptions f;
@@ -231,7 +232,7 @@ Case RandomCollectiveCase(uint64_t seed) {
     }
     jobs.jobs.push_back(job);
   }
-  Case out;
+  CollectiveCase out;
   out.snapshot = model::MakeSnapshot(t, 1, jobs, 1);
   const auto& sw = t->switches();
   out.drain.switches.push_back(sw[static_cast<size_t>(pick(0, static_cast<int>(sw.size()) - 1))]);
@@ -273,7 +274,7 @@ TEST_CASE("incremental solver: every routing mode on random fabrics agrees with 
   size_t events_inc = 0, events_full = 0;
   for (uint64_t seed = 7001; seed < 7041; ++seed) {
     CAPTURE(seed);
-    Case c = RandomCollectiveCase(seed);
+    CollectiveCase c = RandomCollectiveCase(seed);
     if (c.snapshot->jobs->size() == 0) continue;
     for (auto routing : {sim::FlowRouting::kSpray, sim::FlowRouting::kSprayPath, sim::FlowRouting::kHashResilient,
                          sim::FlowRouting::kHashRehash, sim::FlowRouting::kAdaptive}) {
@@ -309,7 +310,7 @@ TEST_CASE("hash and adaptive modes: components taken over from the baseline give
   size_t reused = 0;
   for (uint64_t seed = 7101; seed < 7131; ++seed) {
     CAPTURE(seed);
-    Case c = RandomCollectiveCase(seed);
+    CollectiveCase c = RandomCollectiveCase(seed);
     if (c.snapshot->jobs->size() == 0) continue;
     for (auto routing :
          {sim::FlowRouting::kHashResilient, sim::FlowRouting::kHashRehash, sim::FlowRouting::kAdaptive}) {
@@ -332,16 +333,78 @@ TEST_CASE("hash and adaptive modes: components taken over from the baseline give
   CHECK(reused > 20);
 }
 
-TEST_CASE("hash seeds on two threads give the report of seeds run one after another") {
-  Case c = RandomCollectiveCase(7003);
-  REQUIRE(c.snapshot->jobs->size() > 0);
-  sim::TaskRunner two_threads = [](size_t n, const std::function<void(size_t)>& task) {
+// Odd tasks on a second thread, even ones on the caller's; counts the calls
+// that had more than one task.
+sim::TaskRunner TwoThreads(int* calls = nullptr) {
+  return [calls](size_t n, const std::function<void(size_t)>& task) {
+    if (calls != nullptr && n > 1) ++*calls;
     std::thread helper([&] {
       for (size_t i = 1; i < n; i += 2) task(i);
     });
     for (size_t i = 0; i < n; i += 2) task(i);
     helper.join();
   };
+}
+
+TEST_CASE("components solved on two threads give the solution of one thread, to the last bit") {
+  int calls = 0, multi = 0;
+  const sim::TaskRunner two_threads = TwoThreads(&calls);
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    FluidProblem p = RandomProblem(rng);
+    for (bool incremental : {true, false}) {
+      auto one = sim::SolveFluid(p, {}, {}, sim::FluidOptions{incremental});
+      sim::SolverScratch scratch;  // kept from one solve to the next, as the simulator does
+      auto two = sim::SolveFluid(p, {}, {}, sim::FluidOptions{incremental, &scratch, &two_threads});
+      auto again = sim::SolveFluid(p, {}, {}, sim::FluidOptions{incremental, &scratch, &two_threads});
+      REQUIRE(one.has_value());
+      REQUIRE(two.has_value());
+      REQUIRE(again.has_value());
+      for (const sim::FluidSolution* s : {&*two, &*again}) {
+        CHECK(s->finish_s == one->finish_s);
+        CHECK(s->rate0_bps == one->rate0_bps);
+        CHECK(s->bottleneck0 == one->bottleneck0);
+        CHECK(s->load0_bps == one->load0_bps);
+        CHECK(s->component == one->component);
+        CHECK(s->events == one->events);
+        CHECK(s->components_solved == one->components_solved);
+        CHECK(s->max_component == one->max_component);
+      }
+      if (one->components_solved > 1) ++multi;
+    }
+  }
+  CHECK(multi > 100);       // most random problems have several components
+  CHECK(calls == 2 * multi);  // and each of their solves went through the runner
+}
+
+TEST_CASE("spray modes solve their components on two threads and report what one thread reports") {
+  int calls = 0;
+  const sim::TaskRunner two_threads = TwoThreads(&calls);
+  for (uint64_t seed = 7001; seed <= 7006; ++seed) {
+    CAPTURE(seed);
+    CollectiveCase c = RandomCollectiveCase(seed);
+    if (c.snapshot->jobs->size() == 0) continue;
+    for (auto routing : {sim::FlowRouting::kSpray, sim::FlowRouting::kSprayPath, sim::FlowRouting::kAdaptive}) {
+      CAPTURE(sim::FlowRoutingName(routing));
+      sim::FlowOptions o;
+      o.routing = routing;
+      auto seq = sim::SimulateFlows(*c.snapshot, c.drain, o);
+      auto par = sim::SimulateFlows(*c.snapshot, c.drain, o, {}, two_threads);
+      REQUIRE(seq.has_value());
+      REQUIRE(par.has_value());
+      CheckSameReport(*seq, *par, 0);
+      CHECK(seq->model.events == par->model.events);
+      CHECK(seq->model.components_reused == par->model.components_reused);
+    }
+  }
+  CHECK(calls > 10);
+}
+
+TEST_CASE("hash seeds on two threads give the report of seeds run one after another") {
+  CollectiveCase c = RandomCollectiveCase(7003);
+  REQUIRE(c.snapshot->jobs->size() > 0);
+  const sim::TaskRunner two_threads = TwoThreads();
   for (auto routing : {sim::FlowRouting::kHashResilient, sim::FlowRouting::kHashRehash}) {
     sim::FlowOptions o;
     o.routing = routing;
