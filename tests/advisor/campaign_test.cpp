@@ -19,7 +19,7 @@ constexpr int64_t kHour = 3600;
 // Two spines and four leaves with two 8-GPU hosts each (single-homed):
 //   leaf0: h0 h1 (job A)   leaf1: h2 h3 (job B)   leaf2: h4 h5   leaf3: h6 h7
 // Power feeds: the leaves 0 and 1 share "feed-l", the spines share "feed-s".
-json Fabric() {
+json CampaignFabric() {
   json nodes = json::array();
   json links = json::array();
   for (int s = 0; s < 2; ++s) {
@@ -95,7 +95,7 @@ std::string SwitchOf(const model::Topology& t, const advisor::CampaignBatch& b) 
 }  // namespace
 
 TEST_CASE("campaign: waits for a job ending on day 2, migrates the other right after a checkpoint") {
-  auto snap = testing::SnapshotFromJson(Fabric(), Jobs());
+  auto snap = testing::SnapshotFromJson(CampaignFabric(), Jobs());
   const auto& topo = *snap->topology;
   advisor::AdvisorOptions opts;
   opts.delay_gpu_hours_per_hour = 0.5;  // an hour of delay of one item: 0.5 GPU-hours
@@ -173,7 +173,7 @@ TEST_CASE("campaign: waits for a job ending on day 2, migrates the other right a
 }
 
 TEST_CASE("campaign: with a dear delay the job ending on day 2 is migrated instead; objective finish goes early") {
-  auto snap = testing::SnapshotFromJson(Fabric(), Jobs());
+  auto snap = testing::SnapshotFromJson(CampaignFabric(), Jobs());
   const auto& topo = *snap->topology;
   advisor::AdvisorOptions opts;
   opts.delay_gpu_hours_per_hour = 8;  // the default: waiting 30 h for two items costs 480 GPU-h
@@ -196,7 +196,7 @@ TEST_CASE("campaign: with a dear delay the job ending on day 2 is migrated inste
 }
 
 TEST_CASE("campaign: a deadline before any feasible start leaves the item unscheduled, and the request is checked") {
-  auto snap = testing::SnapshotFromJson(Fabric(), Jobs());
+  auto snap = testing::SnapshotFromJson(CampaignFabric(), Jobs());
   const auto& topo = *snap->topology;
   advisor::Advisor adv({});
   advisor::CampaignRequest req;
@@ -220,7 +220,7 @@ TEST_CASE("campaign: a deadline before any feasible start leaves the item unsche
 }
 
 TEST_CASE("campaign: a batch's reservation hosts are the drained leaf's and the moved job's") {
-  auto snap = testing::SnapshotFromJson(Fabric(), Jobs());
+  auto snap = testing::SnapshotFromJson(CampaignFabric(), Jobs());
   const auto& topo = *snap->topology;
   advisor::CampaignBatch b;
   b.drain = testing::DrainOf(topo, {{"switches", {"leaf2"}}});

@@ -11,13 +11,13 @@ using namespace drainwise::advisor;
 namespace {
 
 constexpr double kDay = 86400;
-constexpr double kHour = 3600;
+constexpr double kHourS = 3600;
 
 // Hourly points over `days` days from t = 0, value f(t).
 template <class F>
 SignalSeries Hourly(HealthSignal s, double days, F f) {
   SignalSeries out{s, {}};
-  for (int h = 0; h <= static_cast<int>(days * 24); ++h) out.points.push_back({h * kHour, f(h * kHour)});
+  for (int h = 0; h <= static_cast<int>(days * 24); ++h) out.points.push_back({h * kHourS, f(h * kHourS)});
   return out;
 }
 
@@ -78,8 +78,8 @@ TEST_CASE("flapping: transitions integrated over the window") {
   // 336 hours -> 84 flaps -> 6 per day: warning (1 <= 6 < 10);
   // score = 40 + 29 * 6 / 10 = 57.4.
   auto s = Hourly(HealthSignal::kCarrierTransitions, 14, [](double t) {
-    int h = static_cast<int>(t / kHour);
-    return h > 0 && h % 4 == 0 ? 2 / kHour : 0.0;
+    int h = static_cast<int>(t / kHourS);
+    return h > 0 && h % 4 == 0 ? 2 / kHourS : 0.0;
   });
   auto h = EvaluateLinkEnd({s}, 400e9, {});
   REQUIRE(h.findings.size() == 1);

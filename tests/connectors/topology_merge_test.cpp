@@ -48,7 +48,7 @@ std::map<std::string, std::vector<LldpNeighbor>> Reports() {
           {"h2", {{"eth0", "LEAF2.dc1.example.com", "p1"}, {"eth1", "LEAF1.dc1.example.com", "p3"}}}};
 }
 
-size_t FindLink(const model::TopologySpec& t, const std::string& a, const std::string& b) {
+size_t LinkIndex(const model::TopologySpec& t, const std::string& a, const std::string& b) {
   for (size_t i = 0; i < t.links.size(); ++i) {
     const auto& l = t.links[i];
     if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return i;
@@ -67,14 +67,14 @@ TEST_CASE("merge: intent plus observation, with provenance and drift both ways")
 
   // 5 intended - 1 not seen + 1 seen but not intended = 5 links.
   REQUIRE(m->spec.links.size() == 5);
-  CHECK(FindLink(m->spec, "h1", "leaf2") == m->spec.links.size());  // down: left out
-  size_t extra = FindLink(m->spec, "h2", "leaf1");
+  CHECK(LinkIndex(m->spec, "h1", "leaf2") == m->spec.links.size());  // down: left out
+  size_t extra = LinkIndex(m->spec, "h2", "leaf1");
   REQUIRE(extra < m->spec.links.size());
   CHECK(m->link_sources[extra] == std::vector<std::string>{"lldp"});
-  size_t both = FindLink(m->spec, "h1", "leaf1");
+  size_t both = LinkIndex(m->spec, "h1", "leaf1");
   REQUIRE(both < m->spec.links.size());
   CHECK(m->link_sources[both] == std::vector<std::string>{"netbox", "lldp"});
-  size_t uplink = FindLink(m->spec, "leaf1", "sp1");  // no LLDP looked there: intent stands
+  size_t uplink = LinkIndex(m->spec, "leaf1", "sp1");  // no LLDP looked there: intent stands
   REQUIRE(uplink < m->spec.links.size());
   CHECK(m->link_sources[uplink] == std::vector<std::string>{"netbox"});
 
@@ -168,7 +168,7 @@ TEST_CASE("merge: devices one side alone knows; names by alias; nothing to merge
   // rogue-sw only in LLDP. h2, leaf2 and sp1 only in NetBox, but LLDP looked
   // from h1 alone: not drift (h1's missing cable to leaf2 is, as a cable).
   CHECK(only == std::vector<std::string>{"rogue-sw"});
-  CHECK(FindLink(m->spec, "h1", "leaf1") < m->spec.links.size());  // the alias matched
+  CHECK(LinkIndex(m->spec, "h1", "leaf1") < m->spec.links.size());  // the alias matched
 
   auto none = MergeTopologies({});
   REQUIRE_FALSE(none.has_value());

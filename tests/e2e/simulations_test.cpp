@@ -20,7 +20,7 @@ const char* kLongRun =
     R"({"mode":"task","horizon":"36500d","sample_interval":"365d","seed":1,
         "reliability":{"host":{"mtbf_h":50,"mttr_h":5}},"trace":{"synthetic":{"load":0.01}}})";
 
-json Status(testing::Daemon& d, const std::string& location) { return d.Get(location).Json(); }
+json TaskStatus(testing::Daemon& d, const std::string& location) { return d.Get(location).Json(); }
 
 }  // namespace
 
@@ -38,7 +38,7 @@ TEST_CASE("a task-level run in the background: 202, progress, result, same seed 
 
   json done;
   CHECK(testing::Eventually([&] {
-    done = Status(d, location);
+    done = TaskStatus(d, location);
     return done.value("state", "") != "running";
   }));
   REQUIRE_MESSAGE(done["state"] == "done", done.dump());
@@ -66,7 +66,7 @@ TEST_CASE("a task-level run in the background: 202, progress, result, same seed 
   REQUIRE(again.status == 202);
   json second;
   CHECK(testing::Eventually([&] {
-    second = Status(d, again.headers["location"]);
+    second = TaskStatus(d, again.headers["location"]);
     return second.value("state", "") != "running";
   }));
   CHECK(second["result"].dump() == result.dump());
@@ -86,7 +86,7 @@ TEST_CASE("a background run reports progress and stops when cancelled; at most t
   const std::string location = a.headers["location"];
   json s;
   CHECK(testing::Eventually([&] {
-    s = Status(d, location);
+    s = TaskStatus(d, location);
     return s.value("progress", 0.0) > 0;
   }));
   CHECK(s["state"] == "running");
@@ -106,9 +106,9 @@ TEST_CASE("a background run reports progress and stops when cancelled; at most t
     auto del = d.Call("DELETE", loc);
     CHECK(del.status == 202);
     CHECK(del.Json()["cancel_requested"] == true);
-    CHECK(testing::Eventually([&] { return Status(d, loc).value("state", "") == "cancelled"; }));
+    CHECK(testing::Eventually([&] { return TaskStatus(d, loc).value("state", "") == "cancelled"; }));
   }
-  s = Status(d, location);
+  s = TaskStatus(d, location);
   CHECK(s["error"]["code"] == "cancelled");
   CHECK(!s.contains("result"));
   // A finished run is forgotten by a second DELETE.
@@ -154,8 +154,8 @@ TEST_CASE("the configuration's task section sets the defaults of every run; a ba
   REQUIRE(hosts.status == 202);
   json a, b;
   CHECK(testing::Eventually([&] {
-    a = Status(d, quiet.headers["location"]);
-    b = Status(d, hosts.headers["location"]);
+    a = TaskStatus(d, quiet.headers["location"]);
+    b = TaskStatus(d, hosts.headers["location"]);
     return a.value("state", "") == "done" && b.value("state", "") == "done";
   }));
   CHECK(a["result"]["fabric"]["host_failures"] == 0);

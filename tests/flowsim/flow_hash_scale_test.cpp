@@ -96,14 +96,14 @@ std::vector<double> NaiveFinish(const FluidProblem& p) {
   return finish;
 }
 
-struct Case {
+struct HashCase {
   model::SnapshotPtr snapshot;
   model::Drain drain;
 };
 
 // Leaf/spine(/superspine) with several spines (many hashed paths), fabric
 // links slower than the NICs, all-to-all and ring jobs across leaves.
-Case RandomHashCase(uint64_t seed) {
+HashCase RandomHashCase(uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   fabric::FabricOptions f;
@@ -142,7 +142,7 @@ Case RandomHashCase(uint64_t seed) {
     }
     jobs.jobs.push_back(job);
   }
-  Case out;
+  HashCase out;
   out.snapshot = model::MakeSnapshot(t, 1, jobs, 1);
   const auto& sw = t->switches();
   out.drain.switches.push_back(sw[static_cast<size_t>(pick(0, static_cast<int>(sw.size()) - 1))]);
@@ -150,7 +150,7 @@ Case RandomHashCase(uint64_t seed) {
 }
 
 // The simulator's state as FlowSimulator::Create builds it (no baseline).
-std::unique_ptr<sim::FlowSimulator::State> StateOf(const Case& c, const sim::FlowOptions& o) {
+std::unique_ptr<sim::FlowSimulator::State> StateOf(const HashCase& c, const sim::FlowOptions& o) {
   auto st = std::make_unique<sim::FlowSimulator::State>();
   st->snapshot = c.snapshot;
   st->options = o;
@@ -211,7 +211,7 @@ TEST_CASE("hash modes at scale: per-link paths, several seeds, against the full 
   int compared = 0, fabric_tight = 0, drained_differs = 0;
   for (uint64_t seed = 9001; seed < 9031; ++seed) {
     CAPTURE(seed);
-    Case c = RandomHashCase(seed);
+    HashCase c = RandomHashCase(seed);
     if (c.snapshot->jobs->size() == 0) continue;
     for (auto routing : {sim::FlowRouting::kHashResilient, sim::FlowRouting::kHashRehash}) {
       CAPTURE(sim::FlowRoutingName(routing));
@@ -253,7 +253,7 @@ TEST_CASE("hash modes at scale: the simulator with several seeds, incremental ag
   int compared = 0, seeds_differ = 0;
   for (uint64_t seed = 9101; seed < 9121; ++seed) {
     CAPTURE(seed);
-    Case c = RandomHashCase(seed);
+    HashCase c = RandomHashCase(seed);
     if (c.snapshot->jobs->size() == 0) continue;
     for (auto routing : {sim::FlowRouting::kHashResilient, sim::FlowRouting::kHashRehash}) {
       auto o = sim::FlowOptions::Exact();

@@ -63,8 +63,8 @@ class CountingEngine : public server::Engine {
   }
 };
 
-struct Fixture {
-  explicit Fixture(store::StoreOptions options = {}) : db(std::move(*store::Store::Open(":memory:", options))) {
+struct AuditFixture {
+  explicit AuditFixture(store::StoreOptions options = {}) : db(std::move(*store::Store::Open(":memory:", options))) {
     REQUIRE(state.PutTopology(testing::TwoByTwo(), "test").has_value());
     std::string text = server::Sha256Hex("alice-token-0123456") + " operator alice\n" +
                        server::Sha256Hex("bob-token-012345678") + " operator bob\n" +
@@ -103,7 +103,7 @@ const std::string kAllow = R"({"drain":{"switches":["spine1"]},"ticket":"CHG-1"}
 }  // namespace
 
 TEST_CASE("the same key and request replays; another request with the key is a 422 naming it") {
-  Fixture f;
+  AuditFixture f;
   auto first = f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "\"k-1\""}});
   REQUIRE(first.status == 201);
   auto body = json::parse(first.body);
@@ -148,7 +148,7 @@ TEST_CASE("the same key and request replays; another request with the key is a 4
 }
 
 TEST_CASE("plans take an Idempotency-Key too") {
-  Fixture f;
+  AuditFixture f;
   std::string plan = R"({"switches":["spine0"]})";
   auto first = f.Call("alice", "POST", "/v1/plans", plan, {{"idempotency-key", "p-1"}});
   REQUIRE(first.status == 201);
@@ -161,7 +161,7 @@ TEST_CASE("plans take an Idempotency-Key too") {
 }
 
 TEST_CASE("a malformed Idempotency-Key is a 400 naming the header") {
-  Fixture f;
+  AuditFixture f;
   for (const std::string& key : {std::string(""), std::string("\"\""), std::string("a b"), std::string(256, 'k'),
                                  std::string("caf\xc3\xa9"), std::string("\"a\"b\"")}) {
     INFO("[" << key << "]");
@@ -176,7 +176,7 @@ TEST_CASE("a malformed Idempotency-Key is a 400 naming the header") {
 TEST_CASE("an expired key is forgotten") {
   store::StoreOptions options;
   options.idempotency_ttl_s = 1;
-  Fixture f(options);
+  AuditFixture f(options);
   REQUIRE(f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}}).status == 201);
   CHECK(f.Call("alice", "POST", "/v1/assessments", kAllow, {{"idempotency-key", "k"}}).status == 422);
   std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // past the 1 s expiry, whole seconds
@@ -198,7 +198,7 @@ TEST_CASE("the fingerprint covers method, normalised path and body, and nothing 
 }
 
 TEST_CASE("every record names the principal apart from requested_by") {
-  Fixture f;
+  AuditFixture f;
   auto a = f.Call("alice", "POST", "/v1/assessments",
                   R"json({"drain":{"switches":["spine1"]},"requested_by":"mallory (admin)"})json");
   REQUIRE(a.status == 201);
@@ -265,7 +265,7 @@ TEST_CASE("without tokens the principal is anonymous with the peer address") {
 }
 
 TEST_CASE("text listings escape control characters: a line break cannot forge a row") {
-  Fixture f;
+  AuditFixture f;
   const std::string forged = "CHG-1\nd-fake  2099-01-01T00:00:00Z  -  -  CHG-0";
   auto d =
       f.Call("bob", "POST", "/v1/drains",
@@ -291,7 +291,7 @@ TEST_CASE("text listings escape control characters: a line break cannot forge a 
 }
 
 TEST_CASE("a retry while the first request with the key still runs is a 409, then the replay") {
-  Fixture f;
+  AuditFixture f;
   std::promise<void> entered, open;
   f.engine.entered = &entered;
   f.engine.gate = open.get_future().share();
