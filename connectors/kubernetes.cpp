@@ -1,6 +1,7 @@
 #include "connectors/kubernetes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -21,10 +22,15 @@ struct Pod {
   std::map<std::string, std::string> labels;
 };
 
-// "8", 8 -> 8; Kubernetes quantities for GPUs are plain integers.
-int Quantity(const json& v) {
+// "8", 8 -> 8; Kubernetes quantities for GPUs are plain integers. A number
+// that is not a whole count from 0 to 2^20 names the field at `path`.
+int Quantity(const json& v, const std::string& path) {
   auto n = internal::NumberOrNumericString(v);
-  return n ? static_cast<int>(*n) : 0;
+  if (!n) return 0;
+  if (!(*n >= 0 && *n <= 1048576) || *n != std::floor(*n)) {
+    throw codec::FieldError(path, fmt::format("expected a whole number of GPUs from 0 to 2^20, got {}", *n));
+  }
+  return static_cast<int>(*n);
 }
 
 }  // namespace
@@ -67,7 +73,7 @@ Result<model::JobsSpec> ParseKubernetesPods(const json& doc, const KubernetesOpt
           if (!res.Has(kind)) continue;
           const json& m = res.Raw(kind);
           if (m.is_object() && m.contains(options.gpu_resource)) {
-            pod.gpus += Quantity(m[options.gpu_resource]);
+            pod.gpus += Quantity(m[options.gpu_resource], res.Child(kind) + "." + options.gpu_resource);
             break;  // limits win over requests for extended resources (they must be equal)
           }
         }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -320,6 +321,19 @@ std::optional<double> SlurmNumber(const ObjectReader& r, std::string_view key) {
                                              codec::JsonTypeName(v)));
 }
 
+// A SlurmNumber that must be a whole number from 0 to 2^53 (job ids, Unix
+// times in seconds): anything else names the field, instead of a cast
+// whose result is undefined (found by the fuzzer: a start_time of 1.8e114).
+std::optional<int64_t> SlurmWholeNumber(const ObjectReader& r, std::string_view key) {
+  auto n = SlurmNumber(r, key);
+  if (!n) return std::nullopt;
+  constexpr double kMax = 9007199254740992.0;  // 2^53: every whole number below is exact in a double
+  if (!(*n >= 0 && *n <= kMax) || *n != std::floor(*n)) {
+    throw FieldError(r.Child(key), fmt::format("expected a whole number from 0 to 2^53, got {}", *n));
+  }
+  return static_cast<int64_t>(*n);
+}
+
 std::vector<std::string> JobStates(const ObjectReader& r) {
   if (!r.Has("job_state")) throw FieldError(r.Child("job_state"), "required");
   const json& v = r.Raw("job_state");
@@ -410,9 +424,9 @@ Result<model::JobsSpec> ParseSlurmJobs(const nlohmann::json& doc, const SlurmJob
         if (std::find(states.begin(), states.end(), "RUNNING") == states.end()) continue;
         std::string nodes = r.StringOr("nodes", "");
         if (internal::Trim(nodes).empty()) continue;
-        auto id = SlurmNumber(r, "job_id");
+        auto id = SlurmWholeNumber(r, "job_id");
         if (!id) throw FieldError(r.Child("job_id"), "required");
-        std::string job_id = options.id_prefix + fmt::format("{}", static_cast<int64_t>(*id));
+        std::string job_id = options.id_prefix + fmt::format("{}", *id);
         where = "job " + job_id;
         auto hosts = ExpandHostlist(nodes, hostlists);
         if (!hosts) throw FieldError(r.Child("nodes"), hosts.error().message);
@@ -437,8 +451,8 @@ Result<model::JobsSpec> ParseSlurmJobs(const nlohmann::json& doc, const SlurmJob
           // The allocation is the job's total; spread evenly over its hosts.
           j.gpus_per_host = std::max(1, *alloc / static_cast<int>(j.hosts.size()));
         }
-        if (auto t = SlurmNumber(r, "start_time"); t && *t > 0) j.started_at = static_cast<int64_t>(*t);
-        if (auto t = SlurmNumber(r, "end_time"); t && *t > 0) j.expected_end = static_cast<int64_t>(*t);
+        if (auto t = SlurmWholeNumber(r, "start_time"); t && *t > 0) j.started_at = *t;
+        if (auto t = SlurmWholeNumber(r, "end_time"); t && *t > 0) j.expected_end = *t;
         for (auto [label, key] : {std::pair{"partition", "partition"},
                                   {"user", "user_name"},
                                   {"account", "account"},

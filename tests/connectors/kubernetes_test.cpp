@@ -65,6 +65,17 @@ TEST_CASE("kubernetes errors name the item") {
       R"({"items": [{"metadata": {"name": "p", "labels": {"x": [1]}}, "spec": {}, "status": {"phase": "Running"}}]})"));
   REQUIRE_FALSE(bad_labels.has_value());
   CHECK(bad_labels.error().message == "kubernetes pods: items[0].metadata.labels.x: expected a string");
+  // A GPU count no cast can hold (or a fraction) names the field; it was a
+  // cast to int whose result is undefined.
+  for (const char* count : {"1e30", "-1", "2.5"}) {
+    CAPTURE(count);
+    json doc = ReadJson("connectors/k8s_pods_mixed.json");
+    doc["items"][1]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = json::parse(count);
+    auto huge = ParseKubernetesPods(doc);
+    REQUIRE_FALSE(huge.has_value());
+    CHECK(huge.error().message.find("kubernetes pods: items[1].spec.containers[0].resources.limits.nvidia.com/gpu: "
+                                    "expected a whole number of GPUs from 0 to 2^20, got ") == 0);
+  }
 }
 
 }  // namespace

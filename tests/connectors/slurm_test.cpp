@@ -195,6 +195,31 @@ TEST_CASE("slurm jobs: one bad hostlist skips that job only") {
   CHECK(diag.skipped[0].reason == "jobs[0].nodes: hostlist 'gpu[4-1]': reversed range '4-1'");
 }
 
+TEST_CASE("slurm jobs: an id or a time that is not a whole number from 0 to 2^53 skips that job, naming the field") {
+  // The fuzzer's find: a start_time of 1.8e114 was cast to int64_t
+  // (undefined; tests/data/fuzz-regressions/slurm/crash-start-time-1e114).
+  struct Bad {
+    const char* field;
+    json value;
+    const char* reason;
+  };
+  for (const Bad& b : {Bad{"start_time", json::parse("1.8e114"),
+                           "job 90001: jobs[0].start_time: expected a whole number from 0 to 2^53, got 1.8e+114"},
+                       Bad{"end_time", json::parse(R"({"set": true, "infinite": false, "number": 1.5})"),
+                           "job 90001: jobs[0].end_time: expected a whole number from 0 to 2^53, got 1.5"},
+                       Bad{"job_id", json::parse("-3"), "jobs[0]: jobs[0].job_id: expected a whole number from 0 to 2^53, got -3"}}) {
+    CAPTURE(b.field);
+    json doc = ReadJson("connectors/slurmrestd_v0041_mixed.json");
+    doc["jobs"][0][b.field] = b.value;
+    Diagnostics diag;
+    auto jobs = ParseSlurmJobs(doc, {}, &diag);
+    REQUIRE(jobs.has_value());
+    CHECK(jobs->jobs.size() == 1);  // 90002 still applies
+    REQUIRE(diag.skipped.size() == 2);
+    CHECK(diag.skipped[0].item + ": " + diag.skipped[0].reason == b.reason);
+  }
+}
+
 // slurmrestd 24.05 (data_parser v0.0.41) shapes as real clusters emit them: a
 // GPU job with tres_per_node "gres:gpu:8", a GPU job whose GPUs show only in
 // tres_alloc_str (gres/gpu=4 repeated as gres/gpu:l40s=4), and a CPU-only job
