@@ -1117,8 +1117,8 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     }
     ComponentWork& w = work.Take();
     const uint32_t comp = to_solve[i];
-    status[i] = SolveComponent(p, tight, class_tight, members.data() + comp_off[comp], members.data() + comp_off[comp + 1],
-                               options.incremental, w, sol, events[i], stop);
+    status[i] = SolveComponent(p, tight, class_tight, members.data() + comp_off[comp],
+                               members.data() + comp_off[comp + 1], options.incremental, w, sol, events[i], stop);
     work.Give(w);
   });
   for (size_t i = 0; i < to_solve.size(); ++i) {

@@ -61,7 +61,7 @@ struct SimulateArgs {
   std::optional<double> per_message_overhead_us;
   std::optional<double> overload_penalty;
   bool fluid_only = false;  // goodput 1, no latency: the exactness contract's model
-  int threads = 0;          // hash seeds at once; 0 = one per core
+  int threads = 0;          // hash seeds or flow components at once; 0 = one per core
   // --mode task (sim/task_sim.h; the request document of engine/task_request.h).
   std::string preset;             // a named synthetic fabric instead of --topology
   std::string horizon;            // "365d"; default the request's (365d)
@@ -174,7 +174,7 @@ int RunCandidates(const SimulateArgs& a, const Inputs& in) {
   return 0;
 }
 
-// Runs a simulator's independent tasks (hash seeds) on `threads` threads:
+// Runs a simulator's independent tasks (hash seeds, flow components) on `threads` threads:
 // the calling one and threads - 1 started for the call.
 sim::TaskRunner ThreadRunner(int threads) {
   if (threads <= 1) return {};
@@ -427,7 +427,8 @@ void RegisterSimulate(CLI::App& app, int* exit_code) {
                   "--mode flow: latency per collective step (default 5)");
   cmd->add_option("--overload-penalty", args->overload_penalty,
                   "--mode flow: capacity lost on links at >= 95% at t = 0 (default 0: off)");
-  cmd->add_option("--threads", args->threads, "--mode flow, hash routing: seeds simulated at once (0 = one per core)")
+  cmd->add_option("--threads", args->threads,
+                  "--mode flow: hash seeds, or independent flow components, at once (0 = one per core)")
       ->capture_default_str();
   cmd->add_option("--max-hosts", args->max_hosts, "--mode packet: cap on the blast radius's hosts")
       ->capture_default_str();

@@ -374,7 +374,7 @@ TEST_CASE("components solved on two threads give the solution of one thread, to 
       if (one->components_solved > 1) ++multi;
     }
   }
-  CHECK(multi > 100);       // most random problems have several components
+  CHECK(multi > 100);         // most random problems have several components
   CHECK(calls == 2 * multi);  // and each of their solves went through the runner
 }
 
