@@ -346,6 +346,18 @@ sim::TaskRunner TwoThreads(int* calls = nullptr) {
   };
 }
 
+// The report of `c` under `o` through `runner` is the one-thread report, to
+// the last bit, with the same completion batches and reused components.
+void CheckSameOnThreads(const CollectiveCase& c, const sim::FlowOptions& o, const sim::TaskRunner& runner) {
+  auto seq = sim::SimulateFlows(*c.snapshot, c.drain, o);
+  auto par = sim::SimulateFlows(*c.snapshot, c.drain, o, {}, runner);
+  REQUIRE(seq.has_value());
+  REQUIRE(par.has_value());
+  CheckSameReport(*seq, *par, 0);
+  CHECK(seq->model.events == par->model.events);
+  CHECK(seq->model.components_reused == par->model.components_reused);
+}
+
 TEST_CASE("components solved on two threads give the solution of one thread, to the last bit") {
   int calls = 0, multi = 0;
   const sim::TaskRunner two_threads = TwoThreads(&calls);
@@ -389,13 +401,7 @@ TEST_CASE("spray modes solve their components on two threads and report what one
       CAPTURE(sim::FlowRoutingName(routing));
       sim::FlowOptions o;
       o.routing = routing;
-      auto seq = sim::SimulateFlows(*c.snapshot, c.drain, o);
-      auto par = sim::SimulateFlows(*c.snapshot, c.drain, o, {}, two_threads);
-      REQUIRE(seq.has_value());
-      REQUIRE(par.has_value());
-      CheckSameReport(*seq, *par, 0);
-      CHECK(seq->model.events == par->model.events);
-      CHECK(seq->model.components_reused == par->model.components_reused);
+      CheckSameOnThreads(c, o, two_threads);
     }
   }
   CHECK(calls > 10);
@@ -409,13 +415,7 @@ TEST_CASE("hash seeds on two threads give the report of seeds run one after anot
     sim::FlowOptions o;
     o.routing = routing;
     o.hash_seeds = 5;
-    auto seq = sim::SimulateFlows(*c.snapshot, c.drain, o);
-    auto par = sim::SimulateFlows(*c.snapshot, c.drain, o, {}, two_threads);
-    REQUIRE(seq.has_value());
-    REQUIRE(par.has_value());
-    CheckSameReport(*seq, *par, 0);
-    CHECK(seq->model.events == par->model.events);
-    CHECK(seq->model.components_reused == par->model.components_reused);
+    CheckSameOnThreads(c, o, two_threads);
   }
 }
 
