@@ -68,6 +68,11 @@ struct AdvisorOptions {
   double delay_gpu_hours_per_hour = 8;
   // How long a drain lasts when the request does not say (slowdown costs).
   double default_drain_duration_s = 3600;
+  // Threads a flow-level simulation runs its independent parts on (the
+  // seeds of the hash modes, the components of one flow problem): the
+  // request's own and flow_threads - 1 started for the call. 1: the
+  // request's thread only. Results are the same for every count.
+  int flow_threads = 2;
 };
 
 struct Request {
@@ -179,10 +184,14 @@ struct Context {
 
 class Advisor {
  public:
-  explicit Advisor(AdvisorOptions options);
+  // `flow_runner`: where flow simulations run their independent parts;
+  // empty: sim::ThreadsRunner(options.flow_threads).
+  explicit Advisor(AdvisorOptions options, sim::TaskRunner flow_runner = {});
   ~Advisor();
 
   const AdvisorOptions& options() const { return options_; }
+  // For callers that simulate with FlowSim()'s simulators themselves.
+  const sim::TaskRunner& flow_runner() const { return flow_runner_; }
 
   // Errors: kInvalidArgument (bad drain), kCancelled.
   Result<Assessment> Assess(const Context& ctx, const Request& request, const policies::Policy& policy,
@@ -230,6 +239,7 @@ class Advisor {
   friend class CampaignPlanner;  // advisor/campaign.cpp: the simulation steps above
 
   AdvisorOptions options_;
+  sim::TaskRunner flow_runner_;
   mutable std::mutex own_mu_;
   mutable std::shared_ptr<SimCache> own_cache_;  // for contexts without caches of their snapshot
 };

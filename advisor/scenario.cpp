@@ -21,7 +21,9 @@ using model::NodeId;
 using policies::Decision;
 using namespace internal;
 
-Advisor::Advisor(AdvisorOptions options) : options_(std::move(options)) {}
+Advisor::Advisor(AdvisorOptions options, sim::TaskRunner flow_runner)
+    : options_(std::move(options)),
+      flow_runner_(flow_runner ? std::move(flow_runner) : sim::ThreadsRunner(options_.flow_threads)) {}
 Advisor::~Advisor() = default;
 
 std::shared_ptr<const SimCache> Advisor::Caches(const Context& ctx) const {
@@ -37,7 +39,7 @@ std::shared_ptr<const sim::JobSimIndex> Advisor::JobIndex(const Context& ctx) co
 
 Result<std::shared_ptr<const sim::FlowSimulator>> Advisor::FlowSim(const Context& ctx, const sim::FlowOptions& options,
                                                                    std::stop_token stop) const {
-  return Caches(ctx)->FlowSim(options, stop);
+  return Caches(ctx)->FlowSim(options, stop, flow_runner_);
 }
 
 Result<Advisor::JobLevel> Advisor::JobLevelOf(const Context& ctx, const Drain& combined, std::stop_token stop) const {
@@ -121,11 +123,11 @@ Result<Scenario> Advisor::Simulate(const Context& ctx, const Drain& drain, bool 
   if (flow) {
     auto fsim = FlowSim(ctx, flow_options, stop);
     if (!fsim) return tl::unexpected(fsim.error());
-    auto rep = (*fsim)->Simulate(s.combined, stop);
+    auto rep = (*fsim)->Simulate(s.combined, stop, flow_runner_);
     if (!rep) return tl::unexpected(rep.error());
     if (!ctx.active.empty()) {
       // Re-base: the baseline is the fabric with the active drains applied.
-      auto base = (*fsim)->Simulate(ctx.active, stop);
+      auto base = (*fsim)->Simulate(ctx.active, stop, flow_runner_);
       if (!base) return tl::unexpected(base.error());
       for (size_t j = 0; j < rep->jobs.size(); ++j) {
         auto& r = rep->jobs[j];

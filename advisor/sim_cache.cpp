@@ -46,13 +46,14 @@ std::shared_ptr<const sim::JobSimIndex> SimCache::JobIndex() const {
 }
 
 Result<std::shared_ptr<const sim::FlowSimulator>> SimCache::FlowSim(const sim::FlowOptions& options,
-                                                                    std::stop_token stop) const {
+                                                                    std::stop_token stop,
+                                                                    const sim::TaskRunner& runner) const {
   const std::string key = FlowKey(options);
   {
     std::lock_guard lock(mu_);
     if (auto it = flow_.find(key); it != flow_.end()) return it->second.sim;
   }
-  auto sim = sim::FlowSimulator::Create(snapshot_, options, stop);
+  auto sim = sim::FlowSimulator::Create(snapshot_, options, stop, runner);
   if (!sim) return tl::unexpected(sim.error());
   const uint64_t background = BackgroundHash(options.background_bps);
   std::lock_guard lock(mu_);

@@ -37,9 +37,12 @@ class SimCache {
   const model::SnapshotPtr& snapshot() const { return snapshot_; }
 
   std::shared_ptr<const sim::JobSimIndex> JobIndex() const;
-  // Errors: kInvalidArgument (options), kCancelled.
+  // Errors: kInvalidArgument (options), kCancelled. A simulator built here
+  // runs its independent parts (hash seeds, flow components) through
+  // `runner` (sim/task_runner.h).
   Result<std::shared_ptr<const sim::FlowSimulator>> FlowSim(const sim::FlowOptions& options,
-                                                            std::stop_token stop = {}) const;
+                                                            std::stop_token stop = {},
+                                                            const sim::TaskRunner& runner = {}) const;
 
   // What has been built so far (tests and logs): each number counts builds,
   // not lookups.

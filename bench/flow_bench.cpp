@@ -16,13 +16,11 @@
 // cached baseline; "Warm" is a Full run after an untimed one in the same
 // process (the allocator's memory reused, as in a daemon). Counters: rank-level flows, solver aggregates, completion
 // batches, and simulated seconds per wall second.
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -74,27 +72,12 @@ void Report(benchmark::State& state, const sim::FlowReport& rep, double wall_s) 
   state.counters["sim_per_wall"] = wall_s > 0 ? rep.model.simulated_s / wall_s : 0;
 }
 
-// The hash seeds on `threads` threads (the benchmark's and threads - 1 more).
-sim::TaskRunner Threads(int threads) {
-  if (threads <= 1) return {};
-  return [threads](size_t n, const std::function<void(size_t)>& task) {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i = next++; i < n; i = next++) task(i);
-    };
-    std::vector<std::thread> helpers;
-    for (int t = 1; t < threads && static_cast<size_t>(t) < n; ++t) helpers.emplace_back(work);
-    work();
-    for (auto& h : helpers) h.join();
-  };
-}
-
 // With `warm`, one untimed run first: the timed ones then reuse the memory
 // the allocator kept, as a daemon's later assessments do (a cold run in a
 // fresh process also pays the first touch of every page).
 void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const std::string& drain,
                const sim::FlowOptions& o, int threads = 1, bool warm = false) {
-  const sim::TaskRunner runner = Threads(threads);
+  const sim::TaskRunner runner = sim::ThreadsRunner(threads);  // the benchmark's thread and threads - 1 more
   model::Drain d = DrainOf(*snap->topology, drain);
   sim::FlowReport last;
   double wall = 0;

@@ -1,8 +1,11 @@
 // How the simulators use their caller's threads.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
+#include <thread>
+#include <vector>
 
 namespace drainwise::sim {
 
@@ -24,6 +27,24 @@ inline void RunTasks(const TaskRunner& runner, size_t n, const std::function<voi
     return;
   }
   for (size_t i = 0; i < n; ++i) task(i);
+}
+
+// A runner for callers without a pool: each call runs the tasks on the
+// calling thread and threads - 1 threads started for the call (no more than
+// there are tasks), taking the next index as each finishes. Empty (tasks in
+// order on the calling thread) for threads <= 1.
+inline TaskRunner ThreadsRunner(int threads) {
+  if (threads <= 1) return {};
+  return [threads](size_t n, const std::function<void(size_t)>& task) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < n; i = next++) task(i);
+    };
+    std::vector<std::thread> helpers;
+    for (int t = 1; t < threads && static_cast<size_t>(t) < n; ++t) helpers.emplace_back(work);
+    work();
+    for (auto& h : helpers) h.join();
+  };
 }
 
 }  // namespace drainwise::sim

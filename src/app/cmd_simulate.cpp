@@ -12,7 +12,6 @@
 // resolved drain and prints its own result, so another fidelity (e.g. a
 // flow-level mode with its own options) is one more entry and its options.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -174,22 +173,6 @@ int RunCandidates(const SimulateArgs& a, const Inputs& in) {
   return 0;
 }
 
-// Runs a simulator's independent tasks (hash seeds, flow components) on `threads` threads:
-// the calling one and threads - 1 started for the call.
-sim::TaskRunner ThreadRunner(int threads) {
-  if (threads <= 1) return {};
-  return [threads](size_t n, const std::function<void(size_t)>& task) {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i = next++; i < n; i = next++) task(i);
-    };
-    std::vector<std::thread> helpers;
-    for (int t = 1; t < threads && static_cast<size_t>(t) < n; ++t) helpers.emplace_back(work);
-    work();
-    for (auto& h : helpers) h.join();
-  };
-}
-
 // Flow-level: every job's collectives as flows, max-min fair on the drained fabric.
 int RunFlowMode(const SimulateArgs& a, const Inputs& in) {
   sim::FlowOptions o = a.fluid_only ? sim::FlowOptions::Exact() : sim::FlowOptions{};
@@ -211,7 +194,7 @@ int RunFlowMode(const SimulateArgs& a, const Inputs& in) {
   if (a.per_message_overhead_us) o.per_message_overhead_s = *a.per_message_overhead_us / 1e6;
   if (a.overload_penalty) o.overload_penalty = *a.overload_penalty;
   const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto result = sim::SimulateFlows(*in.snapshot, in.drain, o, {}, ThreadRunner(threads));
+  auto result = sim::SimulateFlows(*in.snapshot, in.drain, o, {}, sim::ThreadsRunner(threads));
   if (!result) {
     return Fail(result.error().code == ErrorCode::kInvalidArgument ? kUsage : kFailed, result.error().message);
   }

@@ -322,13 +322,13 @@ Result<server::HookAnswer> LinkHealthService::JobNetwork(const server::RoutedReq
   auto ctx = view->AdvisorContext(Now());
   auto nominal_sim = adv.FlowSim(ctx, adv.options().flow, rr.request.stop);
   if (!nominal_sim) return tl::unexpected(nominal_sim.error());
-  auto nominal = (*nominal_sim)->Simulate(view->active, rr.request.stop);
+  auto nominal = (*nominal_sim)->Simulate(view->active, rr.request.stop, adv.flow_runner());
   if (!nominal) return tl::unexpected(nominal.error());
   sim::FlowOptions as_is = adv.options().flow;
   as_is.background_bps = background;
   auto degraded_sim = adv.FlowSim(ctx, as_is, rr.request.stop);
   if (!degraded_sim) return tl::unexpected(degraded_sim.error());
-  auto now = (*degraded_sim)->Simulate(view->active, rr.request.stop);
+  auto now = (*degraded_sim)->Simulate(view->active, rr.request.stop, adv.flow_runner());
   if (!now) return tl::unexpected(now.error());
   const auto& n = nominal->jobs[job->value].drained;
   const auto& d = now->jobs[job->value].drained;

@@ -95,7 +95,7 @@ class AdvisorEngine final : public Engine {
     const auto& adv = *view.advisor;
     auto fsim = adv.FlowSim(view.AdvisorContext(call.now), adv.options().flow, call.stop);
     if (!fsim) return tl::unexpected(fsim.error());
-    auto rep = (*fsim)->Simulate(drain, call.stop);
+    auto rep = (*fsim)->Simulate(drain, call.stop, adv.flow_runner());
     if (!rep) return tl::unexpected(rep.error());
     const auto& side = rep->jobs[job.value].drained;
     if (!side.connected) return 0.0;  // no prediction for a cut-off job

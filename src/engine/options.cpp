@@ -55,7 +55,7 @@ Result<advisor::AdvisorOptions> ParseAdvisorOptions(const json& advisor_json, co
   try {
     codec::ObjectReader r(advisor_json, "advisor");
     r.RejectUnknown({"default_restart_cost_s", "default_checkpoint_interval_s", "max_migrations", "worse_tolerance_pct",
-                     "max_alternatives", "delay_gpu_hours_per_hour", "default_drain_duration_s"});
+                     "max_alternatives", "delay_gpu_hours_per_hour", "default_drain_duration_s", "flow_threads"});
     o.default_restart_cost_s = r.NumberOr("default_restart_cost_s", o.default_restart_cost_s);
     o.default_checkpoint_interval_s = r.NumberOr("default_checkpoint_interval_s", o.default_checkpoint_interval_s);
     o.max_migrations = static_cast<int>(r.IntOr("max_migrations", o.max_migrations));
@@ -63,6 +63,9 @@ Result<advisor::AdvisorOptions> ParseAdvisorOptions(const json& advisor_json, co
     o.max_alternatives = static_cast<int>(r.IntOr("max_alternatives", o.max_alternatives));
     o.delay_gpu_hours_per_hour = r.NumberOr("delay_gpu_hours_per_hour", o.delay_gpu_hours_per_hour);
     o.default_drain_duration_s = r.NumberOr("default_drain_duration_s", o.default_drain_duration_s);
+    const int64_t flow_threads = r.IntOr("flow_threads", o.flow_threads);
+    if (flow_threads < 1 || flow_threads > 64) throw codec::FieldError("advisor.flow_threads", "must be 1..64");
+    o.flow_threads = static_cast<int>(flow_threads);
     if (!(o.delay_gpu_hours_per_hour >= 0 && std::isfinite(o.delay_gpu_hours_per_hour))) {
       throw codec::FieldError("advisor.delay_gpu_hours_per_hour", "must be a finite number >= 0");
     }

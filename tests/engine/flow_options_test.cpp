@@ -1,5 +1,6 @@
 // The config's "simulation" block as FlowOptions: the ring phase drift term
-// (sim/flow_ring_phase.h) is off unless set, and a bad value names the field.
+// (sim/flow_ring_phase.h) is off unless set, and a bad value names the field;
+// the "advisor" block's flow_threads likewise.
 #include <doctest/doctest.h>
 
 #include "engine/options.h"
@@ -20,6 +21,20 @@ TEST_CASE("config: simulation.ring_phase_overlap, off by default, in [0, 1]") {
     auto r = engine::ParseFlowOptions({{"ring_phase_overlap", bad}});
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().message.find("ring_phase_overlap") != std::string::npos);
+  }
+}
+
+TEST_CASE("config: advisor.flow_threads is 2 unless set, and 1..64") {
+  auto none = engine::ParseAdvisorOptions(json::object(), json::object());
+  REQUIRE(none.has_value());
+  CHECK(none->flow_threads == 2);
+  auto four = engine::ParseAdvisorOptions({{"flow_threads", 4}}, json::object());
+  REQUIRE(four.has_value());
+  CHECK(four->flow_threads == 4);
+  for (int64_t bad : {int64_t{0}, int64_t{-1}, int64_t{65}, (int64_t{1} << 32) + 2}) {
+    auto r = engine::ParseAdvisorOptions({{"flow_threads", bad}}, json::object());
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().message.find("advisor.flow_threads") != std::string::npos);
   }
 }
 
