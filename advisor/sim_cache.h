@@ -40,8 +40,7 @@ class SimCache {
   // Errors: kInvalidArgument (options), kCancelled. A simulator built here
   // runs its independent parts (hash seeds, flow components) through
   // `runner` (sim/task_runner.h).
-  Result<std::shared_ptr<const sim::FlowSimulator>> FlowSim(const sim::FlowOptions& options,
-                                                            std::stop_token stop = {},
+  Result<std::shared_ptr<const sim::FlowSimulator>> FlowSim(const sim::FlowOptions& options, std::stop_token stop = {},
                                                             const sim::TaskRunner& runner = {}) const;
 
   // What has been built so far (tests and logs): each number counts builds,
