@@ -17,8 +17,10 @@
 // A drain plan orders a maintenance list into batches that each pass the
 // policy, with the migrations each batch needs.
 //
-// Pure apart from its caches: no I/O, no logging; the one exception to "no
-// threads of its own" is the candidates sweep, split over two threads. The
+// Pure apart from its caches: no I/O, no logging; the exceptions to "no
+// threads of its own" are the candidates sweep, split over two threads, and
+// the flow simulations' independent parts (hash seeds, components), run on
+// AdvisorOptions::flow_threads threads (or the caller's runner). The
 // per-snapshot precomputation (job-level index, flow simulators) comes from
 // the context's SimCache, which belongs to the snapshot (the daemon keeps it
 // across calibration and telemetry changes); without one the Advisor keeps
