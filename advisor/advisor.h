@@ -73,8 +73,11 @@ struct AdvisorOptions {
   // Threads a flow-level simulation runs its independent parts on (the
   // seeds of the hash modes, the components of one flow problem): the
   // request's own and flow_threads - 1 started for the call. 1: the
-  // request's thread only. Results are the same for every count.
-  int flow_threads = 2;
+  // request's thread only (the default: on a 2-core host a second thread
+  // per simulation competed with the daemon's I/O thread, and /healthz p99
+  // under a 120-switch plan went past 10 ms in the sanitizer build, e2e
+  // limits_test.cpp). Results are the same for every count.
+  int flow_threads = 1;
 };
 
 struct Request {

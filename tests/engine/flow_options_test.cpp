@@ -24,10 +24,10 @@ TEST_CASE("config: simulation.ring_phase_overlap, off by default, in [0, 1]") {
   }
 }
 
-TEST_CASE("config: advisor.flow_threads is 2 unless set, and 1..64") {
+TEST_CASE("config: advisor.flow_threads is 1 unless set, and 1..64") {
   auto none = engine::ParseAdvisorOptions(json::object(), json::object());
   REQUIRE(none.has_value());
-  CHECK(none->flow_threads == 2);
+  CHECK(none->flow_threads == 1);
   auto four = engine::ParseAdvisorOptions({{"flow_threads", 4}}, json::object());
   REQUIRE(four.has_value());
   CHECK(four->flow_threads == 4);
