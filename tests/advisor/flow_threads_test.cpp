@@ -8,6 +8,7 @@
 
 #include "advisor/advisor.h"
 #include "testing/fabrics.h"
+#include "testing/flow_assess.h"
 
 namespace drainwise {
 namespace {
@@ -24,19 +25,6 @@ model::SnapshotPtr ThreadsFabric() {
                 {{{"id", "moe"}, {"hosts", {"h0", "h2"}}, {"iteration", a2a}},
                  {{"id", "ring"}, {"hosts", {"h1", "h3"}}, {"iteration", ring}}}}};
   return testing::SnapshotFromJson(testing::TwoByTwo(100, 100), jobs);
-}
-
-sim::FlowReport AssessOn(const advisor::Advisor& adv, const model::SnapshotPtr& snap) {
-  advisor::Request r;
-  r.drain = testing::DrainOf(*snap->topology, {{"switches", {"spine1"}}});
-  r.flow = true;
-  r.recommend = false;
-  auto policy = policies::DefaultPolicy();
-  REQUIRE(policy.has_value());
-  auto a = adv.Assess(advisor::Context{snap, {}, 1796083200, nullptr, nullptr}, r, *policy);
-  REQUIRE(a.has_value());
-  REQUIRE(a->scenario.flow.has_value());
-  return *a->scenario.flow;
 }
 
 advisor::AdvisorOptions HashOptions(int threads) {
@@ -57,7 +45,7 @@ TEST_CASE("advisor: flow simulations hand their seeds to the advisor's runner") 
     for (size_t i = 0; i < n; ++i) task(i);
   };
   advisor::Advisor adv(HashOptions(1), counting);
-  auto rep = AssessOn(adv, snap);
+  auto rep = testing::AssessSpine1Flow(adv, snap);
   CHECK(rep.model.seeds == 6);
   // Create: the 5 seeds after the first; Simulate: all 6 drained seeds.
   CHECK(calls.load() >= 2);
@@ -67,7 +55,7 @@ TEST_CASE("advisor: flow simulations hand their seeds to the advisor's runner") 
 TEST_CASE("advisor: the flow report is the same on 1 and 3 threads") {
   auto snap = ThreadsFabric();
   advisor::Advisor one(HashOptions(1)), three(HashOptions(3));
-  auto a = AssessOn(one, snap), b = AssessOn(three, snap);
+  auto a = testing::AssessSpine1Flow(one, snap), b = testing::AssessSpine1Flow(three, snap);
   REQUIRE(a.jobs.size() == b.jobs.size());
   for (size_t j = 0; j < a.jobs.size(); ++j) {
     CHECK(a.jobs[j].baseline.iteration_s == b.jobs[j].baseline.iteration_s);

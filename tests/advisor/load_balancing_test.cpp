@@ -5,6 +5,7 @@
 
 #include "advisor/advisor.h"
 #include "testing/fabrics.h"
+#include "testing/flow_assess.h"
 
 namespace drainwise {
 namespace {
@@ -24,17 +25,7 @@ sim::FlowModelInfo Assessed(const json& topology, std::optional<sim::FlowRouting
   advisor::AdvisorOptions opts;
   opts.flow = configured;
   advisor::Advisor adv(opts);
-  advisor::Request r;
-  r.drain = testing::DrainOf(*snap->topology, {{"switches", {"spine1"}}});
-  r.flow = true;
-  r.recommend = false;
-  r.routing = request;
-  auto policy = policies::DefaultPolicy();
-  REQUIRE(policy.has_value());
-  auto a = adv.Assess(advisor::Context{snap, {}, 1796083200, nullptr, nullptr}, r, *policy);
-  REQUIRE(a.has_value());
-  REQUIRE(a->scenario.flow.has_value());
-  return a->scenario.flow->model;
+  return testing::AssessSpine1Flow(adv, snap, request).model;
 }
 
 TEST_CASE("load balancing: request, then topology, then configuration, then spray-path") {
