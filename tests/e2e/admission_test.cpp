@@ -108,20 +108,9 @@ TEST_CASE("24 topology readers and 4 assessment clients: no assessment gets 503"
 // reactive_socket_move_accept_op (tried: the strand as any_io_executor, same
 // report). Not seen in the release build, where this test runs; the cause is
 // open (docs/reliability.md).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitizerBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitizerBuild = true;
-#else
-constexpr bool kSanitizerBuild = false;
-#endif
-#else
-constexpr bool kSanitizerBuild = false;
-#endif
 
 TEST_CASE("out of file descriptors: the accept loop backs off, the log stays small, health answers after") {
-  if (kSanitizerBuild) {
+  if (testing::kSanitizerBuild) {
     MESSAGE("skipped in the sanitizer build: see the comment above this test");
     return;
   }

@@ -247,8 +247,11 @@ TEST_CASE("32k: /healthz p99 < 10 ms while a 120-switch plan runs; SIGTERM cance
   // controls: the 10 ms bound holds on a machine that is not overloaded; on
   // one with more than 2 runnable tasks per core the test still catches a
   // health check that waits for the plan (seconds, before) with 100 ms.
+  // The sanitizer build, 2-3x slower, is held to 20 ms (seen there with the
+  // test alone on 2 cores: p50 1.6 ms, p99 10.1 ms); the release pass holds
+  // the 10 ms.
   if (load <= 2.0) {
-    CHECK(p99 < 10.0);
+    CHECK(p99 < (testing::kSanitizerBuild ? 20.0 : 10.0));
   } else {
     CHECK(p99 < 100.0);
   }
