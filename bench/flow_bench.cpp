@@ -9,7 +9,10 @@
 //                                            count and threads as arguments
 //                                            (Moe32k_Full_Hash/8/2: 8 seeds, 2 threads),
 //                                            the other modes the threads
-//                                            (Moe32k_Full_Spray/2)
+//                                            (Moe32k_Full_Spray/2);
+//                                            Moe32k_Drained_Hash/8/2/1 times the
+//                                            drained runs alone (last argument 0:
+//                                            every seed routes every demand)
 //
 // Each "Full" iteration is what a cold assessment costs: workload, routes and
 // baseline (FlowSimulator::Create) plus the drained run; "Drained" reuses a
@@ -67,6 +70,7 @@ void Report(benchmark::State& state, const sim::FlowReport& rep, double wall_s) 
   state.counters["events"] = static_cast<double>(rep.model.events);
   state.counters["reused"] = static_cast<double>(rep.model.components_reused);
   state.counters["solved"] = static_cast<double>(rep.model.components_solved);
+  state.counters["routed"] = static_cast<double>(rep.model.aggregates_routed);
   state.counters["adapted"] = static_cast<double>(rep.model.classes_adapted);
   state.counters["sim_s"] = rep.model.simulated_s;
   state.counters["sim_per_wall"] = wall_s > 0 ? rep.model.simulated_s / wall_s : 0;
@@ -176,6 +180,39 @@ void BM_Moe32k_Full_HashRehash(benchmark::State& s) {
   RunMoe(s, sim::FlowRouting::kHashRehash, static_cast<int>(s.range(0)), static_cast<int>(s.range(1)));
 }
 
+// Drained runs only, on a cached baseline (FlowSimulator::Create untimed):
+// what each of a daemon's hash assessments costs once its sim cache holds
+// the snapshot. Arguments: seeds, threads, partial drained runs (1, the
+// default) or every demand routed in every seed (0).
+void BM_Moe32k_Drained_Hash(benchmark::State& state) {
+  static const model::SnapshotPtr moe = bench::PresetSnapshot("32k-moe");
+  sim::FlowOptions o;
+  o.routing = sim::FlowRouting::kHashResilient;
+  o.hash_seeds = static_cast<int>(state.range(0));
+  o.partial_drained_runs = state.range(2) != 0;
+  const sim::TaskRunner runner = sim::ThreadsRunner(static_cast<int>(state.range(1)));
+  model::Drain d = DrainOf(*moe->topology, "spine");
+  auto sim = sim::FlowSimulator::Create(moe, o, {}, runner);
+  if (!sim) {
+    state.SkipWithError(sim.error().message.c_str());
+    return;
+  }
+  sim::FlowReport last;
+  double wall = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto rep = (*sim)->Simulate(d, {}, runner);
+    if (!rep) {
+      state.SkipWithError(rep.error().message.c_str());
+      return;
+    }
+    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    last = std::move(*rep);
+    benchmark::DoNotOptimize(last);
+  }
+  Report(state, last, wall);
+}
+
 void BM_Moe32k_Full_Adaptive(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kAdaptive, 1, ThreadsArg(s)); }
 // The same after one untimed run in the process (memory reused).
 void BM_Moe32k_Warm_Spray(benchmark::State& s) {
@@ -217,6 +254,14 @@ BENCHMARK(BM_Moe32k_Full_Hash)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(1);
+BENCHMARK(BM_Moe32k_Drained_Hash)
+    ->Args({8, 2, 1})
+    ->Args({8, 2, 0})
+    ->Args({8, 1, 1})
+    ->Args({8, 1, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(2);
 BENCHMARK(BM_Moe32k_Full_Adaptive)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_Moe32k_Warm_Spray)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_Moe32k_Warm_SprayPath)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);

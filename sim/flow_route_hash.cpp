@@ -11,7 +11,7 @@
 namespace drainwise::sim {
 
 void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom& from, uint64_t seed,
-                                     Scenario& sc) const {
+                                     const Scenario* partial, Scenario& sc) const {
   const Scenario* base = from.previous_paths;
   const bool resilient = options.routing == FlowRouting::kHashResilient && base != nullptr;
   const auto& demands = workload.demands;
@@ -110,41 +110,63 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
     }
     return link_class[l];
   };
+  // Demand i's route choices: its class (a host-level demand) or its usable
+  // (source NIC, destination NIC, class) pairs; false when it has no route.
+  // Sets demand_changed[i]: another NIC, or a route the drain touches (an
+  // unchanged demand hashes as in the baseline of the same seed).
+  const RouteTable::Class* host_class = nullptr;
+  auto choose = [&](size_t i) {
+    const FlowDemand& d = demands[i];
+    if (d.src_nic == kAllNics) {
+      host_class = sc.table.Find(RouteTable::HostKey(d.src, d.dst));
+      const bool ok = host_class != nullptr && host_class->connected;
+      sc.demand_changed[i] = !ok || !host_class->clean;
+      return ok;
+    }
+    UsableNics(topo(), mask, d.src, d.src_nic, src_nics);
+    UsableNics(topo(), mask, d.dst, d.dst_nic, dst_nics);
+    bool changed = src_nics.size() != 1 || src_nics[0] != d.src_nic || dst_nics.size() != 1 || dst_nics[0] != d.dst_nic;
+    pairs.clear();
+    for (int16_t s : src_nics) {
+      for (int16_t t : dst_nics) {
+        uint32_t a = NicSwitch(topo(), d.src, s), b = NicSwitch(topo(), d.dst, t);
+        const RouteTable::Class* c = a == b ? nullptr : sc.table.Find(RouteTable::SwitchKey(a, b));
+        if (a != b && (c == nullptr || !c->connected)) continue;
+        pairs.push_back({s, t, c});
+        changed = changed || (c != nullptr && !c->clean);
+      }
+    }
+    sc.demand_changed[i] = pairs.empty() || changed;
+    return !pairs.empty();
+  };
+  // A partial run first decides what to route from every demand's choices.
+  if (partial != nullptr) {
+    std::vector<uint8_t> routable(nd, 0);
+    for (size_t i = 0; i < nd; ++i) {
+      routable[i] = choose(i);
+      if (!routable[i]) sc.job_connected[demands[i].job] = 0;
+    }
+    PartialDemands(*partial, routable, sc);
+  }
   for (size_t i = 0; i < nd; ++i) {
     const FlowDemand& d = demands[i];
+    const bool ok = choose(i);
+    if (!ok) {
+      sc.job_connected[d.job] = 0;
+      continue;
+    }
+    if (!sc.routed.empty() && !sc.routed[i]) continue;
     flat.clear();
     off.assign(1, 0);
-    bool ok = true;
     if (d.src_nic == kAllNics) {
-      const uint64_t key = RouteTable::HostKey(d.src, d.dst);
-      const RouteTable::Class* c = sc.table.Find(key);
-      ok = c != nullptr && c->connected;
-      sc.demand_changed[i] = !ok || !c->clean;
-      const RouteTable::Class* bc = resilient ? base->table.Find(key) : nullptr;
-      for (uint32_t k = 0; ok && k < d.multiplicity; ++k) {
+      const RouteTable::Class* c = host_class;
+      const RouteTable::Class* bc = resilient ? base->table.Find(c->key) : nullptr;
+      for (uint32_t k = 0; k < d.multiplicity; ++k) {
         walk(*c, bc, d.src, d.dst, Hash(seed, i, k, 0), flat);
         off.push_back(static_cast<uint32_t>(flat.size()));
       }
     } else {
-      UsableNics(topo(), mask, d.src, d.src_nic, src_nics);
-      UsableNics(topo(), mask, d.dst, d.dst_nic, dst_nics);
-      // Changed (from the baseline of the same seed): another NIC, or a
-      // route the drain touches; otherwise every hash picks as it did.
-      bool changed =
-          src_nics.size() != 1 || src_nics[0] != d.src_nic || dst_nics.size() != 1 || dst_nics[0] != d.dst_nic;
-      pairs.clear();
-      for (int16_t s : src_nics) {
-        for (int16_t t : dst_nics) {
-          uint32_t a = NicSwitch(topo(), d.src, s), b = NicSwitch(topo(), d.dst, t);
-          const RouteTable::Class* c = a == b ? nullptr : sc.table.Find(RouteTable::SwitchKey(a, b));
-          if (a != b && (c == nullptr || !c->connected)) continue;
-          pairs.push_back({s, t, c});
-          changed = changed || (c != nullptr && !c->clean);
-        }
-      }
-      ok = !pairs.empty();
-      sc.demand_changed[i] = !ok || changed;
-      if (ok && pairs.size() == 1 && pairs[0].c == nullptr) {
+      if (pairs.size() == 1 && pairs[0].c == nullptr) {
         // Both NICs on one switch: a single path, nothing to hash.
         links.clear();
         links.push_back({NicLinkUp(topo(), d.src, pairs[0].s), 1.0});
@@ -155,7 +177,7 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
         sc.demand_seed_free[i] = 1;
         continue;
       }
-      for (uint32_t k = 0; ok && k < d.multiplicity; ++k) {
+      for (uint32_t k = 0; k < d.multiplicity; ++k) {
         const uint64_t fh = Hash(seed, i, k, 0);
         const PairChoice& pc = pairs.size() == 1 ? pairs[0] : pairs[Mix(fh ^ 0xA5A5A5A5ull) % pairs.size()];
         flat.push_back(NicLinkUp(topo(), d.src, pc.s));
@@ -166,10 +188,6 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
         flat.push_back(NicLinkDown(topo(), d.dst, pc.t));
         off.push_back(static_cast<uint32_t>(flat.size()));
       }
-    }
-    if (!ok) {
-      sc.job_connected[d.job] = 0;
-      continue;
     }
     // Flows of the demand on the same path are one aggregate.
     const size_t nflows = off.size() - 1;

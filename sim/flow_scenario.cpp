@@ -13,6 +13,10 @@ std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowO
     if (!out[d.job].connected) continue;
     out[d.job].bandwidth_s = std::max(out[d.job].bandwidth_s, sc.solution.finish_s[a]);
   }
+  // A partial run: the aggregates left in the baseline.
+  for (size_t j = 0; j < sc.outside_job_finish.size(); ++j) {
+    if (out[j].connected) out[j].bandwidth_s = std::max(out[j].bandwidth_s, sc.outside_job_finish[j]);
+  }
   for (const CollectiveSteps& c : w.collectives) {
     if (!out[c.job].connected) continue;
     int hops = 0;
@@ -68,8 +72,22 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
   Scenario sc;
   sc.seed = seed;
   sc.capacity_bps = capacity_bps;
+  // A partial drained run (flow_partial.cpp) when only a summary is wanted
+  // and the baseline has a footprint; everything when the parts it leaves
+  // out turn out coupled to the routed ones.
+  Outside outside;
+  const Scenario* base = from.reuse;
+  const bool may_skip = hash() && from.summary_only && base != nullptr && !base->footprint.empty() &&
+                        options.partial_drained_runs && options.overload_penalty == 0;
   if (hash()) {
-    RouteHash(mask, from, seed, sc);
+    RouteHash(mask, from, seed, may_skip ? base : nullptr, sc);
+    if (!sc.routed.empty() && !AddOutside(*base, sc, outside)) {
+      if (from.pool != nullptr) from.pool->Give(std::move(sc.problem));
+      sc = Scenario{};
+      sc.seed = seed;
+      sc.capacity_bps = capacity_bps;
+      RouteHash(mask, from, seed, nullptr, sc);
+    }
   } else {
     RouteSpray(mask, from, sc);
   }
@@ -85,6 +103,7 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
   auto sol = SolveFluid(sc.problem, stop, hint, FluidOptions{options.incremental_solver, &scratch, from.runner});
   if (!sol) return tl::unexpected(sol.error());
   sc.solution = std::move(*sol);
+  if (!sc.routed.empty()) FinishPartial(*base, outside, sc);
   if (options.routing == FlowRouting::kAdaptive) {
     if (auto ok = Adapt(from.reuse, sc, from.runner, stop); !ok) return tl::unexpected(ok.error());
   }

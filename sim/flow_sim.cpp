@@ -41,6 +41,13 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   State::ProblemPool pool;
   auto keep = [&](size_t k, Scenario sc) {
     st->baseline_outcomes[k] = Summarize(*st, sc);
+    // Seeds after the first: what their drained runs need to route only the
+    // components a drain touches (at most one entry per two aggregates or
+    // per directed link, or none).
+    if (st->hash() && k > 0 && st->options.partial_drained_runs) {
+      const size_t cap = std::max(sc.problem.aggregate_count() / 2, st->capacity_bps.size());
+      sc.footprint = FootprintOf(sc.problem, sc.solution, cap);
+    }
     pool.Give(std::move(sc.problem));
     sc.problem = FluidProblem{};
     if (st->hash()) {
@@ -101,6 +108,7 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
     if (st.hash()) from.routes = &drained_routes;  // same mask
     if (o.routing == FlowRouting::kHashResilient) from.previous_paths = &st.baseline[k];
     if (nseeds == 1) from.runner = &runner;  // one seed: no task of the runner's
+    from.summary_only = k != 0;              // the report reads the first seed's scenario
     return st.Run(mask, from, o.seed + k, stop);
   };
   // Every seed keeps only its outcome, its scenario freed as soon as it is

@@ -97,6 +97,11 @@ struct FlowOptions {
   // batch (the previous solver, kept as the reference of the exactness
   // tests); true re-fills only the flows a batch can speed up. Same results.
   bool incremental_solver = true;
+  // Hash modes: the drained run of every seed after the first routes and
+  // solves only the baseline components the drain touches, and takes the
+  // others from that seed's baseline (sim/flow_partial.cpp); false routes
+  // every demand (the reference of the tests). Same results.
+  bool partial_drained_runs = true;
 
   int hot_links = 10;  // how many hot links to report
   // Hot links among switch-to-switch links only: a host's NIC is full in the
@@ -180,9 +185,12 @@ struct FlowModelInfo {
   size_t redundant_links = 0;  // drained run: loaded links proven unable to saturate (left out of the solve)
   size_t components_solved = 0;
   size_t components_reused = 0;  // drained components copied from the baseline
-  size_t classes_adapted = 0;    // adaptive, drained run: route classes whose split the balancing moved
-  size_t events = 0;             // completion batches
-  double simulated_s = 0;        // latest finish, drained run
+  // Drained runs, summed over the seeds: aggregates routed and given to the
+  // solver (a hash seed after the first routes only what the drain touches).
+  size_t aggregates_routed = 0;
+  size_t classes_adapted = 0;  // adaptive, drained run: route classes whose split the balancing moved
+  size_t events = 0;           // completion batches
+  double simulated_s = 0;      // latest finish, drained run
 };
 
 struct FlowReport {

@@ -18,6 +18,7 @@ SeedOutcome Summarize(const FlowSimulator::State& st, const Scenario& sc) {
   out.components_solved = sc.solution.components_solved;
   out.components_reused = sc.solution.components_reused;
   out.events = sc.solution.events;
+  out.aggregates = sc.problem.aggregate_count();
   out.makespan_s = sc.solution.makespan_s;
   return out;
 }
@@ -244,6 +245,7 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
     m.components_solved += sc.components_solved;
     m.components_reused += sc.components_reused;
     m.events += sc.events;
+    m.aggregates_routed += sc.aggregates;
     m.simulated_s = std::max(m.simulated_s, sc.makespan_s);
   }
   return rep;

@@ -40,7 +40,17 @@ struct Scenario {
   // aggregates in spray modes, and in hash modes under the same seed.
   std::vector<uint8_t> demand_changed;
   std::vector<uint8_t> demand_seed_free;  // hash: no hashed choice (both NICs on one switch)
-  uint64_t seed = 0;                      // hash modes
+  // A cached hash baseline after the first seed: what its components use
+  // (flow_partial.cpp); empty when the partial drained runs are off or it
+  // would be too large.
+  ComponentFootprint footprint;
+  // A partial drained run (flow_partial.cpp): the demands it routed (the
+  // others keep the baseline's aggregates and solution), the baseline
+  // components they make up, and per job the latest finish of its
+  // aggregates left in the baseline. All empty after a full run.
+  std::vector<uint8_t> routed, routed_components;
+  std::vector<double> outside_job_finish;
+  uint64_t seed = 0;  // hash modes
   std::vector<uint8_t> job_connected;
   std::vector<double> capacity_bps;  // usable, after penalties
   size_t links_penalised = 0;
@@ -70,6 +80,7 @@ struct SeedOutcome {
   size_t components_solved = 0;
   size_t components_reused = 0;
   size_t events = 0;
+  size_t aggregates = 0;  // routed and given to the solver
   double makespan_s = 0;
 };
 
@@ -165,6 +176,10 @@ struct FlowSimulator::State {
     const Scenario* previous_paths = nullptr;
     ProblemPool* pool = nullptr;  // hash modes: where sc.problem's arrays come from
     const TaskRunner* runner = nullptr;
+    // Nothing reads the run's problem, only its summary (a drained seed
+    // after the first): a hash run may route only the components of
+    // `reuse` that the drain touches.
+    bool summary_only = false;
   };
   // Registers every demand's routes under `mask` in `table` and computes
   // them, borrowing from `from.routes` (same mask) or `from.reuse`'s table
@@ -172,7 +187,26 @@ struct FlowSimulator::State {
   void RouteClasses(const model::DrainMask& mask, const RunFrom& from, bool per_path, bool sort_by_from,
                     bool keep_links, RouteTable& table) const;
   void RouteSpray(const model::DrainMask& mask, const RunFrom& from, Scenario& sc) const;
-  void RouteHash(const model::DrainMask& mask, const RunFrom& from, uint64_t seed, Scenario& sc) const;
+  // `partial`: the baseline (with a footprint) whose untouched components
+  // the run leaves out, when it may; null routes every demand.
+  void RouteHash(const model::DrainMask& mask, const RunFrom& from, uint64_t seed, const Scenario* partial,
+                 Scenario& sc) const;
+  // Partial drained runs (flow_partial.cpp). PartialDemands: which demands
+  // of `sc` (flags and job states known, nothing routed yet) to route,
+  // given the baseline `base` of the same seed: those the drain changes
+  // and every demand of the baseline components they are in; false when
+  // that is over 90 % of the problem. The untouched components' sums:
+  struct Outside {
+    std::vector<double> side0, side1, load;  // per directed link
+    std::vector<uint8_t> used;
+    size_t components = 0;
+  };
+  bool PartialDemands(const Scenario& base, const std::vector<uint8_t>& routable, Scenario& sc) const;
+  // Gives sc.problem the untouched components' sides; false when a link
+  // the routed part can fill is one they use (they are coupled: route all).
+  bool AddOutside(const Scenario& base, Scenario& sc, Outside& out) const;
+  // After the solve: the untouched components' loads, finishes and hops.
+  void FinishPartial(const Scenario& base, const Outside& out, Scenario& sc) const;
   // adaptive: `sc` routed and solved spray-path; moves the traffic of the
   // classes crossing a link full at t = 0 onto their less loaded shortest
   // paths and solves again (reusing `base`'s adapted components), keeping

@@ -21,6 +21,8 @@ void FluidProblem::Clear() {
   private_links.clear();
   term_offsets.assign(1, 0);
   terms.clear();
+  outside_side0.clear();
+  outside_side1.clear();
 }
 
 uint32_t FluidProblem::AddClass(std::span<const LinkShare> links) {
@@ -583,7 +585,9 @@ class IncrementalEvents {
     }
     heap_links_.Build();
     double level = r_min;
-    while (!heap_links_.empty()) {
+    // Once every refilled aggregate is frozen, no link left has a member.
+    size_t unfrozen = refill_.size();
+    while (unfrozen > 0 && !heap_links_.empty()) {
       const LinkEntry e = heap_links_.top();
       heap_links_.pop();
       if (count_[e.link] == 0) continue;
@@ -598,6 +602,7 @@ class IncrementalEvents {
       auto freeze = [&](uint32_t a) {
         if (agg_stamp_[a] != stamp_) return;  // fixed, or frozen in this fill
         agg_stamp_[a] = 0;
+        --unfrozen;
         rate_[a] = level;
         const double w = p.weight[a];
         for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
@@ -766,6 +771,10 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
       }
       for (uint32_t c : reached) side[c] += best[c] * p.capacity_bps[m];
     }
+    const std::vector<double>& outside = s == 0 ? p.outside_side0 : p.outside_side1;
+    if (!outside.empty()) {
+      for (size_t c = 0; c < nc; ++c) side[c] += outside[c];
+    }
     for (size_t c = 0; c < nc; ++c) bound[c] = s == 0 ? side[c] : std::min(bound[c], side[c]);
   }
   for (size_t c = 0; c < nc; ++c) {
@@ -773,6 +782,142 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
   }
   return bound;
 }
+
+}  // namespace
+
+std::vector<uint8_t> TightLinks(const FluidProblem& p, size_t* redundant) {
+  const size_t nc = p.class_count(), nl = p.capacity_bps.size();
+  std::vector<uint8_t> tight(nl, 0);
+  for (const LinkShare& ls : p.private_links) tight[ls.link] = 1;
+  std::vector<double> class_bound = ClassRateBounds(p);
+  std::vector<double> link_bound(nl, 0.0);
+  for (size_t c = 0; c < nc; ++c) {
+    for (const LinkShare& ls : p.classes[c]) link_bound[ls.link] += ls.share * class_bound[c];
+  }
+  size_t dropped = 0;
+  for (size_t l = 0; l < nl; ++l) {
+    if (link_bound[l] > p.capacity_bps[l] * (1 + 1e-9)) tight[l] = 1;
+    if (!tight[l] && link_bound[l] > 0) ++dropped;
+  }
+  if (redundant != nullptr) *redundant = dropped;
+  return tight;
+}
+
+ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, size_t max_entries) {
+  ComponentFootprint f;
+  const size_t na = p.aggregate_count(), nl = p.capacity_bps.size(), ncomp = sol.component_size.size();
+  for (const auto& c : p.classes) {
+    if (c.size() != 1 || c[0].share != 1.0) return f;
+  }
+  for (size_t a = 0; a < na; ++a) {
+    if (p.private_offsets[a] == p.private_offsets[a + 1]) return f;
+  }
+  // Each side's cover links (an aggregate's first or last private link)
+  // grouped by component, ascending within it, each with its aggregates:
+  // a component's share of a class's side sums its cover links in the
+  // order ClassRateBounds does. (A private link is tight, so all the
+  // aggregates on it are in one component.)
+  struct Covers {
+    std::vector<uint32_t> agg_off, aggs;    // per link: its aggregates
+    std::vector<uint32_t> comp_off, links;  // per component: its cover links, ascending
+  };
+  auto covers_of = [&](int s) {
+    Covers cv;
+    auto cover = [&](size_t a) {
+      return s == 0 ? p.private_links[p.private_offsets[a]].link : p.private_links[p.private_offsets[a + 1] - 1].link;
+    };
+    cv.agg_off.assign(nl + 1, 0);
+    for (size_t a = 0; a < na; ++a) ++cv.agg_off[cover(a) + 1];
+    for (size_t l = 0; l < nl; ++l) cv.agg_off[l + 1] += cv.agg_off[l];
+    AssignHuge(cv.aggs, na, 0u);
+    std::vector<uint32_t> fill(cv.agg_off.begin(), cv.agg_off.end() - 1);
+    for (size_t a = 0; a < na; ++a) cv.aggs[fill[cover(a)]++] = static_cast<uint32_t>(a);
+    cv.comp_off.assign(ncomp + 1, 0);
+    for (size_t l = 0; l < nl; ++l) {
+      if (cv.agg_off[l] != cv.agg_off[l + 1]) ++cv.comp_off[sol.component[cv.aggs[cv.agg_off[l]]] + 1];
+    }
+    for (size_t c = 0; c < ncomp; ++c) cv.comp_off[c + 1] += cv.comp_off[c];
+    cv.links.resize(cv.comp_off.back());
+    fill.assign(cv.comp_off.begin(), cv.comp_off.end() - 1);
+    for (uint32_t l = 0; l < nl; ++l) {
+      if (cv.agg_off[l] != cv.agg_off[l + 1]) cv.links[fill[sol.component[cv.aggs[cv.agg_off[l]]]]++] = l;
+    }
+    return cv;
+  };
+  const Covers cover[2] = {covers_of(0), covers_of(1)};
+  // Members of each component, for the loads.
+  std::vector<uint32_t> comp_off(ncomp + 1, 0), members;
+  for (size_t c = 0; c < ncomp; ++c) comp_off[c + 1] = comp_off[c] + sol.component_size[c];
+  AssignHuge(members, na, 0u);
+  {
+    std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
+    for (uint32_t a = 0; a < na; ++a) members[fill[sol.component[a]]++] = a;
+  }
+  std::vector<double> side[2] = {std::vector<double>(nl, 0.0), std::vector<double>(nl, 0.0)};
+  std::vector<double> load(nl, 0.0), best(nl, 0.0);
+  std::vector<uint32_t> stamp(nl, UINT32_MAX), used, reached;
+  std::vector<uint8_t> in_use(nl, 0);
+  auto use = [&](uint32_t l) {
+    if (!in_use[l]) {
+      in_use[l] = 1;
+      used.push_back(l);
+    }
+  };
+  f.offsets.assign(1, 0);
+  for (size_t c = 0; c < ncomp; ++c) {
+    used.clear();
+    for (uint32_t k = comp_off[c]; k < comp_off[c + 1]; ++k) {
+      const uint32_t a = members[k];
+      const double r = sol.rate0_bps[a] * p.weight[a];
+      const bool loaded = r > 0 && std::isfinite(r);
+      for (uint32_t i = p.private_offsets[a]; i < p.private_offsets[a + 1]; ++i) {
+        use(p.private_links[i].link);
+        if (loaded) load[p.private_links[i].link] += r * p.private_links[i].share;
+      }
+      for (uint32_t i = p.term_offsets[a]; i < p.term_offsets[a + 1]; ++i) {
+        const uint32_t l = p.classes[p.terms[i].cls][0].link;
+        use(l);
+        if (loaded) load[l] += r * p.terms[i].scale;
+      }
+    }
+    for (int s = 0; s < 2; ++s) {
+      const Covers& cv = cover[s];
+      for (uint32_t k = cv.comp_off[c]; k < cv.comp_off[c + 1]; ++k) {
+        const uint32_t m = cv.links[k];
+        reached.clear();
+        for (uint32_t e = cv.agg_off[m]; e < cv.agg_off[m + 1]; ++e) {
+          const uint32_t a = cv.aggs[e];
+          const double share = s == 0 ? p.private_links[p.private_offsets[a]].share
+                                      : p.private_links[p.private_offsets[a + 1] - 1].share;
+          for (uint32_t i = p.term_offsets[a]; i < p.term_offsets[a + 1]; ++i) {
+            const uint32_t l = p.classes[p.terms[i].cls][0].link;
+            const double ratio = p.terms[i].scale / share;
+            if (stamp[l] != m) {
+              stamp[l] = m;
+              best[l] = ratio;
+              reached.push_back(l);
+            } else {
+              best[l] = std::max(best[l], ratio);
+            }
+          }
+        }
+        for (uint32_t l : reached) side[s][l] += best[l] * p.capacity_bps[m];
+      }
+      for (uint32_t l : used) stamp[l] = UINT32_MAX;
+    }
+    if (f.entries.size() + used.size() > max_entries) return ComponentFootprint{};
+    std::sort(used.begin(), used.end());
+    for (uint32_t l : used) {
+      f.entries.push_back({l, side[0][l], side[1][l], load[l]});
+      side[0][l] = side[1][l] = load[l] = 0;
+      in_use[l] = 0;
+    }
+    f.offsets.push_back(static_cast<uint32_t>(f.entries.size()));
+  }
+  return f;
+}
+
+namespace {
 
 // What one thread needs to solve components: the local problem, the
 // filler, the event state and the maps from global to local ids (every
@@ -1008,19 +1153,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
 
   // 1. Tight links: private links always; class links whose bounded load can
   //    exceed their capacity.
-  std::vector<uint8_t> tight(nl, 0);
-  for (const LinkShare& ls : p.private_links) tight[ls.link] = 1;
-  {
-    std::vector<double> class_bound = ClassRateBounds(p);
-    std::vector<double> link_bound(nl, 0.0);
-    for (size_t c = 0; c < nc; ++c) {
-      for (const LinkShare& ls : p.classes[c]) link_bound[ls.link] += ls.share * class_bound[c];
-    }
-    for (size_t l = 0; l < nl; ++l) {
-      if (link_bound[l] > p.capacity_bps[l] * (1 + 1e-9)) tight[l] = 1;
-      if (!tight[l] && link_bound[l] > 0) ++sol.redundant_links;
-    }
-  }
+  std::vector<uint8_t> tight = TightLinks(p, &sol.redundant_links);
   for (size_t l = 0; l < nl; ++l) sol.tight_links += tight[l];
   std::vector<uint8_t> class_tight(nc, 0);
   for (size_t c = 0; c < nc; ++c) {

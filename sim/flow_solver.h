@@ -74,6 +74,13 @@ struct FluidProblem {
   std::vector<uint32_t> term_offsets{0};
   std::vector<ClassTerm> terms;
 
+  // Per class, optional (empty: none): the NIC capacity feeding the class
+  // from aggregates outside this problem, on the source and destination
+  // side (the two sums of ClassRateBounds). A drained run that routes only
+  // the components a drain touches adds the untouched ones' here, so that
+  // the links it finds tight are those of the whole problem.
+  std::vector<double> outside_side0, outside_side1;
+
   size_t aggregate_count() const { return weight.size(); }
   size_t class_count() const { return classes.size(); }
   // Empties the problem, keeping the capacity of its arrays for the next.
@@ -101,6 +108,37 @@ struct FluidSolution {
   size_t max_component = 0;  // aggregates in the largest solved component
   double makespan_s = 0;
 };
+
+// Links that can saturate (1) and the others (0), per directed link: every
+// private link, and each class link whose load, bounded by the NIC links
+// feeding it (with the problem's outside sides), can exceed its capacity.
+// `redundant`, when given, counts the loaded class links left out.
+std::vector<uint8_t> TightLinks(const FluidProblem& problem, size_t* redundant = nullptr);
+
+// A solved problem's components as seen from outside (FootprintOf): per
+// component, every directed link its aggregates use, in ascending order,
+// with the NIC capacity the component feeds into it on either side (its
+// part of ClassRateBounds's sums; 0 on a private link) and its load at
+// t = 0. What a partial drained run needs of the components it leaves alone.
+struct ComponentFootprint {
+  struct Entry {
+    uint32_t link = 0;
+    double side0 = 0, side1 = 0, load = 0;
+  };
+  std::vector<uint32_t> offsets;  // per component: [offsets[c], offsets[c + 1]) in entries; empty: none
+  std::vector<Entry> entries;
+  bool empty() const { return offsets.empty(); }
+  size_t component_count() const { return offsets.empty() ? 0 : offsets.size() - 1; }
+  std::span<const Entry> of(size_t c) const {
+    return std::span<const Entry>(entries.data() + offsets[c], entries.data() + offsets[c + 1]);
+  }
+};
+
+// The footprint of `solution`'s components. Only for problems whose classes
+// are each one link at share 1 and whose aggregates all have private links
+// (the hash modes'), where a class's sides are its link's; empty otherwise,
+// and when it would take more than `max_entries` entries.
+ComponentFootprint FootprintOf(const FluidProblem& problem, const FluidSolution& solution, size_t max_entries);
 
 // Reuse a previous solution for the components whose aggregates are all
 // unchanged and that form exactly one component of `previous`.

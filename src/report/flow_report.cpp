@@ -181,6 +181,7 @@ json FlowReportToJson(const sim::FlowReport& r, const model::Snapshot& snap, con
                 {"redundant_links", m.redundant_links},
                 {"components_solved", m.components_solved},
                 {"components_reused", m.components_reused},
+                {"aggregates_routed", m.aggregates_routed},
                 {"classes_adapted", m.classes_adapted},
                 {"events", m.events},
                 {"simulated_s", Seconds(m.simulated_s)}};

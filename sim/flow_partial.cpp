@@ -1,0 +1,138 @@
+// Partial drained runs (hash modes, seeds after the first): route and solve
+// only the baseline components a drain touches, take the others from the
+// baseline of the same seed.
+//
+// Why it is exact. Under one seed, a demand the drain leaves alone hashes
+// its flows onto the paths it had (flow_route_hash.cpp), so its aggregates
+// are the baseline's. Let T be the baseline components holding a changed
+// demand (closed so that a routed demand's aggregates are all in T), U one
+// of the others. The whole drained problem's tight links decide its
+// components; a class link's bound sums, per side, the NIC capacity of
+// every component feeding it, so U's share is what the baseline's
+// footprint recorded (ComponentFootprint), and the routed part's bounds
+// plus the untouched shares are the whole problem's. If no link the routed
+// part can fill is used by an untouched component, then:
+//   - U keeps its tight links: one U uses but the routed part does not has
+//     lost at most the baseline T's traffic, and was tight only if no T
+//     aggregate used it (it would have joined them in one component), so
+//     its bound is the baseline's; one both use is not tight (checked);
+//   - so U is exactly a component of the whole drained problem, with the
+//     baseline's aggregates: the full run would copy its solution, as this
+//     one does;
+//   - the routed part's components are the whole problem's components
+//     that hold a routed demand, with the same aggregates in the same
+//     order, so their solutions are the full run's to the bit.
+// Otherwise (a link that can fill is shared) the run routes everything.
+// Loads add the untouched components' recorded loads, so they may differ
+// from a full run's in the last bits (another order of summation).
+#include <algorithm>
+#include <cmath>
+
+#include "sim/flow_sim_state.h"
+
+namespace drainwise::sim {
+
+bool FlowSimulator::State::PartialDemands(const Scenario& base, const std::vector<uint8_t>& routable,
+                                          Scenario& sc) const {
+  const auto& demands = workload.demands;
+  const size_t nd = demands.size();
+  const std::vector<uint32_t>& comp = base.solution.component;
+  std::vector<uint8_t> routed(nd, 0), touched(base.solution.component_size.size(), 0);
+  bool grew = false;
+  auto route = [&](size_t i) {
+    routed[i] = 1;
+    for (uint32_t a = base.demand_aggs[i]; a < base.demand_aggs[i + 1]; ++a) {
+      if (!touched[comp[a]]) {
+        touched[comp[a]] = 1;
+        grew = true;
+      }
+    }
+  };
+  for (size_t i = 0; i < nd; ++i) {
+    const uint32_t j = demands[i].job;
+    const bool none_before = base.demand_aggs[i] == base.demand_aggs[i + 1];
+    if (sc.demand_changed[i] || sc.job_connected[j] != base.job_connected[j] || (routable[i] && none_before)) {
+      route(i);
+    }
+  }
+  // Every demand with an aggregate in a touched component, until no
+  // component joins (a demand's aggregates may lie in several).
+  while (grew) {
+    grew = false;
+    for (size_t i = 0; i < nd; ++i) {
+      if (routed[i]) continue;
+      for (uint32_t a = base.demand_aggs[i]; a < base.demand_aggs[i + 1]; ++a) {
+        if (touched[comp[a]]) {
+          route(i);
+          break;
+        }
+      }
+    }
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < nd; ++i) {
+    if (routed[i]) kept += base.demand_aggs[i + 1] - base.demand_aggs[i];
+  }
+  // Nearly all of the problem: a full run costs no more.
+  if (10 * kept > 9 * comp.size()) return false;
+  sc.routed = std::move(routed);
+  sc.routed_components = std::move(touched);
+  return true;
+}
+
+bool FlowSimulator::State::AddOutside(const Scenario& base, Scenario& sc, Outside& out) const {
+  const size_t nl = capacity_bps.size();
+  out.side0.assign(nl, 0.0);
+  out.side1.assign(nl, 0.0);
+  out.load.assign(nl, 0.0);
+  out.used.assign(nl, 0);
+  out.components = 0;
+  const ComponentFootprint& f = base.footprint;
+  for (size_t c = 0; c < f.component_count(); ++c) {
+    if (sc.routed_components[c]) continue;
+    ++out.components;
+    for (const ComponentFootprint::Entry& e : f.of(c)) {
+      out.side0[e.link] += e.side0;
+      out.side1[e.link] += e.side1;
+      out.load[e.link] += e.load;
+      out.used[e.link] = 1;
+    }
+  }
+  FluidProblem& p = sc.problem;
+  const size_t nc = p.class_count();
+  p.outside_side0.assign(nc, 0.0);
+  p.outside_side1.assign(nc, 0.0);
+  for (size_t c = 0; c < nc; ++c) {
+    if (p.classes[c].size() != 1) return false;  // not a hash problem: never partial
+    const uint32_t l = p.classes[c][0].link;
+    p.outside_side0[c] = out.side0[l];
+    p.outside_side1[c] = out.side1[l];
+  }
+  const std::vector<uint8_t> tight = TightLinks(p);
+  for (size_t l = 0; l < nl; ++l) {
+    if (tight[l] && out.used[l]) return false;
+  }
+  return true;
+}
+
+void FlowSimulator::State::FinishPartial(const Scenario& base, const Outside& out, Scenario& sc) const {
+  FluidSolution& sol = sc.solution;
+  for (size_t l = 0; l < out.load.size(); ++l) {
+    if (out.used[l]) sol.load0_bps[l] += out.load[l];
+  }
+  sol.components_reused += out.components;
+  const auto& demands = workload.demands;
+  sc.outside_job_finish.assign(snapshot->jobs->size(), 0.0);
+  for (size_t i = 0; i < demands.size(); ++i) {
+    if (sc.routed[i]) continue;
+    sc.demand_hops[i] = base.demand_hops[i];
+    double& job = sc.outside_job_finish[demands[i].job];
+    for (uint32_t a = base.demand_aggs[i]; a < base.demand_aggs[i + 1]; ++a) {
+      const double finish = base.solution.finish_s[a];
+      job = std::max(job, finish);
+      if (std::isfinite(finish)) sol.makespan_s = std::max(sol.makespan_s, finish);
+    }
+  }
+}
+
+}  // namespace drainwise::sim
