@@ -37,14 +37,15 @@ bool FlowSimulator::State::PartialDemands(const Scenario& base, const std::vecto
   const auto& demands = workload.demands;
   const size_t nd = demands.size();
   const std::vector<uint32_t>& comp = base.solution.component;
-  std::vector<uint8_t> routed(nd, 0), touched(base.solution.component_size.size(), 0);
-  bool grew = false;
+  const size_t ncomp = base.solution.component_size.size();
+  std::vector<uint8_t> routed(nd, 0), touched(ncomp, 0);
+  std::vector<uint32_t> queue;  // touched components whose demands are not all routed yet
   auto route = [&](size_t i) {
     routed[i] = 1;
     for (uint32_t a = base.demand_aggs[i]; a < base.demand_aggs[i + 1]; ++a) {
       if (!touched[comp[a]]) {
         touched[comp[a]] = 1;
-        grew = true;
+        queue.push_back(comp[a]);
       }
     }
   };
@@ -56,17 +57,22 @@ bool FlowSimulator::State::PartialDemands(const Scenario& base, const std::vecto
     }
   }
   // Every demand with an aggregate in a touched component, until no
-  // component joins (a demand's aggregates may lie in several).
-  while (grew) {
-    grew = false;
-    for (size_t i = 0; i < nd; ++i) {
-      if (routed[i]) continue;
-      for (uint32_t a = base.demand_aggs[i]; a < base.demand_aggs[i + 1]; ++a) {
-        if (touched[comp[a]]) {
-          route(i);
-          break;
-        }
-      }
+  // component joins (a demand's aggregates may lie in several): a search
+  // over the components, through the demands of each (one pass).
+  std::vector<uint32_t> comp_off(ncomp + 1, 0), comp_demands(comp.size());
+  for (uint32_t a = 0; a < comp.size(); ++a) ++comp_off[comp[a] + 1];
+  for (size_t c = 0; c < ncomp; ++c) comp_off[c + 1] += comp_off[c];
+  {
+    std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
+    for (uint32_t i = 0; i < nd; ++i) {
+      for (uint32_t a = base.demand_aggs[i]; a < base.demand_aggs[i + 1]; ++a) comp_demands[fill[comp[a]]++] = i;
+    }
+  }
+  while (!queue.empty()) {
+    const uint32_t c = queue.back();
+    queue.pop_back();
+    for (uint32_t k = comp_off[c]; k < comp_off[c + 1]; ++k) {
+      if (!routed[comp_demands[k]]) route(comp_demands[k]);
     }
   }
   size_t kept = 0;
