@@ -714,6 +714,55 @@ class IncrementalEvents {
   SortedQueue<LinkEntry> heap_links_;
 };
 
+// An aggregate's cover link on side s: its first private link (the source
+// NIC) for s = 0, its last (the destination NIC) for s = 1.
+const LinkShare& CoverOf(const FluidProblem& p, int s, size_t a) {
+  return s == 0 ? p.private_links[p.private_offsets[a]] : p.private_links[p.private_offsets[a + 1] - 1];
+}
+
+// The aggregates grouped by cover link on side s (a counting sort): link
+// l's are by_cover[off[l] .. off[l + 1]), ascending. Aggregates without
+// private links have no cover and are left out.
+void GroupByCover(const FluidProblem& p, int s, std::vector<uint32_t>& off, std::vector<uint32_t>& by_cover) {
+  const size_t na = p.aggregate_count(), nl = p.capacity_bps.size();
+  off.assign(nl + 1, 0);
+  for (size_t a = 0; a < na; ++a) {
+    if (p.private_offsets[a] != p.private_offsets[a + 1]) ++off[CoverOf(p, s, a).link + 1];
+  }
+  for (size_t l = 0; l < nl; ++l) off[l + 1] += off[l];
+  AssignHuge(by_cover, off[nl], 0u);
+  std::vector<uint32_t> fill(off.begin(), off.end() - 1);
+  for (size_t a = 0; a < na; ++a) {
+    if (p.private_offsets[a] != p.private_offsets[a + 1])
+      by_cover[fill[CoverOf(p, s, a).link]++] = static_cast<uint32_t>(a);
+  }
+}
+
+// Cover link m's part of each class side: the aggregates on m (`aggs`)
+// carry at most max(scale / share on m) * c_m into each class they reach,
+// added to side[c]. stamp[c] == m marks a class reached from m (stamps of
+// another m are stale, so one stamp array serves every cover link).
+void AddCoverShare(const FluidProblem& p, int s, uint32_t m, std::span<const uint32_t> aggs,
+                   std::vector<uint32_t>& stamp, std::vector<double>& best, std::vector<uint32_t>& reached,
+                   std::vector<double>& side) {
+  reached.clear();
+  for (const uint32_t a : aggs) {
+    const double share = CoverOf(p, s, a).share;
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+      const uint32_t c = p.terms[k].cls;
+      const double ratio = p.terms[k].scale / share;
+      if (stamp[c] != m) {
+        stamp[c] = m;
+        best[c] = ratio;
+        reached.push_back(c);
+      } else {
+        best[c] = std::max(best[c], ratio);
+      }
+    }
+  }
+  for (uint32_t c : reached) side[c] += best[c] * p.capacity_bps[m];
+}
+
 // Upper bound on the total rate of each class from the capacity of the
 // private links feeding it: aggregates sharing a cover link m carry at most
 // max(scale / share_m) * c_m into the class. Taken over the first and the
@@ -726,50 +775,19 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
     if (p.private_offsets[a] != p.private_offsets[a + 1]) continue;
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) unbounded[p.terms[k].cls] = 1;
   }
-  // Per side: the aggregates grouped by cover link (a counting sort), then
-  // for each cover link in ascending order the classes its aggregates reach
-  // with their largest ratio. Linear in the terms, and each class's bound
-  // sums its cover links in ascending order, as a sort by (class, link)
-  // would.
-  std::vector<uint32_t> off(nl + 1), by_cover, stamp(nc), reached;
-  AssignHuge(by_cover, na, 0u);
+  // Per side: the aggregates grouped by cover link, then for each cover
+  // link in ascending order the classes its aggregates reach with their
+  // largest ratio. Linear in the terms, and each class's bound sums its
+  // cover links in ascending order, as a sort by (class, link) would.
+  std::vector<uint32_t> off, by_cover, stamp(nc), reached;
   for (int s = 0; s < 2; ++s) {
-    auto cover_of = [&](size_t a) -> const LinkShare& {
-      return s == 0 ? p.private_links[p.private_offsets[a]] : p.private_links[p.private_offsets[a + 1] - 1];
-    };
-    std::fill(off.begin(), off.end(), 0);
-    for (size_t a = 0; a < na; ++a) {
-      if (p.private_offsets[a] != p.private_offsets[a + 1]) ++off[cover_of(a).link + 1];
-    }
-    for (size_t l = 0; l < nl; ++l) off[l + 1] += off[l];
-    {
-      std::vector<uint32_t> fill(off.begin(), off.end() - 1);
-      for (size_t a = 0; a < na; ++a) {
-        if (p.private_offsets[a] != p.private_offsets[a + 1])
-          by_cover[fill[cover_of(a).link]++] = static_cast<uint32_t>(a);
-      }
-    }
+    GroupByCover(p, s, off, by_cover);
     std::fill(stamp.begin(), stamp.end(), UINT32_MAX);
     std::fill(side.begin(), side.end(), 0.0);
     for (uint32_t m = 0; m < nl; ++m) {
       if (off[m] == off[m + 1]) continue;
-      reached.clear();
-      for (uint32_t e = off[m]; e < off[m + 1]; ++e) {
-        const uint32_t a = by_cover[e];
-        const double share = cover_of(a).share;
-        for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-          const uint32_t c = p.terms[k].cls;
-          const double ratio = p.terms[k].scale / share;
-          if (stamp[c] != m) {
-            stamp[c] = m;
-            best[c] = ratio;
-            reached.push_back(c);
-          } else {
-            best[c] = std::max(best[c], ratio);
-          }
-        }
-      }
-      for (uint32_t c : reached) side[c] += best[c] * p.capacity_bps[m];
+      AddCoverShare(p, s, m, std::span<const uint32_t>(by_cover.data() + off[m], by_cover.data() + off[m + 1]), stamp,
+                    best, reached, side);
     }
     const std::vector<double>& outside = s == 0 ? p.outside_side0 : p.outside_side1;
     if (!outside.empty()) {
@@ -805,42 +823,40 @@ std::vector<uint8_t> TightLinks(const FluidProblem& p, size_t* redundant) {
 
 ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, size_t max_entries) {
   ComponentFootprint f;
-  const size_t na = p.aggregate_count(), nl = p.capacity_bps.size(), ncomp = sol.component_size.size();
-  for (const auto& c : p.classes) {
-    if (c.size() != 1 || c[0].share != 1.0) return f;
+  const size_t na = p.aggregate_count(), nc = p.class_count(), nl = p.capacity_bps.size();
+  const size_t ncomp = sol.component_size.size();
+  // Classes of one link each at share 1, no two on the same link: a class's
+  // sides are then its link's.
+  std::vector<uint32_t> class_of_link(nl, UINT32_MAX);
+  for (uint32_t c = 0; c < nc; ++c) {
+    const auto& links = p.classes[c];
+    if (links.size() != 1 || links[0].share != 1.0 || class_of_link[links[0].link] != UINT32_MAX) return f;
+    class_of_link[links[0].link] = c;
   }
   for (size_t a = 0; a < na; ++a) {
     if (p.private_offsets[a] == p.private_offsets[a + 1]) return f;
   }
-  // Each side's cover links (an aggregate's first or last private link)
-  // grouped by component, ascending within it, each with its aggregates:
-  // a component's share of a class's side sums its cover links in the
-  // order ClassRateBounds does. (A private link is tight, so all the
-  // aggregates on it are in one component.)
+  // Each side's cover links grouped by component, ascending within it: a
+  // component's part of a class side sums its cover links in the order
+  // ClassRateBounds does. (A private link is tight, so all the aggregates
+  // on it are in one component.)
   struct Covers {
     std::vector<uint32_t> agg_off, aggs;    // per link: its aggregates
     std::vector<uint32_t> comp_off, links;  // per component: its cover links, ascending
   };
   auto covers_of = [&](int s) {
     Covers cv;
-    auto cover = [&](size_t a) {
-      return s == 0 ? p.private_links[p.private_offsets[a]].link : p.private_links[p.private_offsets[a + 1] - 1].link;
-    };
-    cv.agg_off.assign(nl + 1, 0);
-    for (size_t a = 0; a < na; ++a) ++cv.agg_off[cover(a) + 1];
-    for (size_t l = 0; l < nl; ++l) cv.agg_off[l + 1] += cv.agg_off[l];
-    AssignHuge(cv.aggs, na, 0u);
-    std::vector<uint32_t> fill(cv.agg_off.begin(), cv.agg_off.end() - 1);
-    for (size_t a = 0; a < na; ++a) cv.aggs[fill[cover(a)]++] = static_cast<uint32_t>(a);
+    GroupByCover(p, s, cv.agg_off, cv.aggs);
+    auto comp_of = [&](uint32_t l) { return sol.component[cv.aggs[cv.agg_off[l]]]; };
     cv.comp_off.assign(ncomp + 1, 0);
-    for (size_t l = 0; l < nl; ++l) {
-      if (cv.agg_off[l] != cv.agg_off[l + 1]) ++cv.comp_off[sol.component[cv.aggs[cv.agg_off[l]]] + 1];
+    for (uint32_t l = 0; l < nl; ++l) {
+      if (cv.agg_off[l] != cv.agg_off[l + 1]) ++cv.comp_off[comp_of(l) + 1];
     }
     for (size_t c = 0; c < ncomp; ++c) cv.comp_off[c + 1] += cv.comp_off[c];
     cv.links.resize(cv.comp_off.back());
-    fill.assign(cv.comp_off.begin(), cv.comp_off.end() - 1);
+    std::vector<uint32_t> fill(cv.comp_off.begin(), cv.comp_off.end() - 1);
     for (uint32_t l = 0; l < nl; ++l) {
-      if (cv.agg_off[l] != cv.agg_off[l + 1]) cv.links[fill[sol.component[cv.aggs[cv.agg_off[l]]]]++] = l;
+      if (cv.agg_off[l] != cv.agg_off[l + 1]) cv.links[fill[comp_of(l)]++] = l;
     }
     return cv;
   };
@@ -853,9 +869,11 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
     std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
     for (uint32_t a = 0; a < na; ++a) members[fill[sol.component[a]]++] = a;
   }
-  std::vector<double> side[2] = {std::vector<double>(nl, 0.0), std::vector<double>(nl, 0.0)};
-  std::vector<double> load(nl, 0.0), best(nl, 0.0);
-  std::vector<uint32_t> stamp(nl, UINT32_MAX), used, reached;
+  std::vector<double> side[2] = {std::vector<double>(nc, 0.0), std::vector<double>(nc, 0.0)};
+  std::vector<double> load(nl, 0.0), best(nc, 0.0);
+  // One stamp array per side: a cover link is met once per side.
+  std::vector<uint32_t> stamp[2] = {std::vector<uint32_t>(nc, UINT32_MAX), std::vector<uint32_t>(nc, UINT32_MAX)};
+  std::vector<uint32_t> used, reached;
   std::vector<uint8_t> in_use(nl, 0);
   auto use = [&](uint32_t l) {
     if (!in_use[l]) {
@@ -884,32 +902,23 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
       const Covers& cv = cover[s];
       for (uint32_t k = cv.comp_off[c]; k < cv.comp_off[c + 1]; ++k) {
         const uint32_t m = cv.links[k];
-        reached.clear();
-        for (uint32_t e = cv.agg_off[m]; e < cv.agg_off[m + 1]; ++e) {
-          const uint32_t a = cv.aggs[e];
-          const double share = s == 0 ? p.private_links[p.private_offsets[a]].share
-                                      : p.private_links[p.private_offsets[a + 1] - 1].share;
-          for (uint32_t i = p.term_offsets[a]; i < p.term_offsets[a + 1]; ++i) {
-            const uint32_t l = p.classes[p.terms[i].cls][0].link;
-            const double ratio = p.terms[i].scale / share;
-            if (stamp[l] != m) {
-              stamp[l] = m;
-              best[l] = ratio;
-              reached.push_back(l);
-            } else {
-              best[l] = std::max(best[l], ratio);
-            }
-          }
-        }
-        for (uint32_t l : reached) side[s][l] += best[l] * p.capacity_bps[m];
+        AddCoverShare(p, s, m,
+                      std::span<const uint32_t>(cv.aggs.data() + cv.agg_off[m], cv.aggs.data() + cv.agg_off[m + 1]),
+                      stamp[s], best, reached, side[s]);
       }
-      for (uint32_t l : used) stamp[l] = UINT32_MAX;
     }
     if (f.entries.size() + used.size() > max_entries) return ComponentFootprint{};
     std::sort(used.begin(), used.end());
     for (uint32_t l : used) {
-      f.entries.push_back({l, side[0][l], side[1][l], load[l]});
-      side[0][l] = side[1][l] = load[l] = 0;
+      const uint32_t cl = class_of_link[l];
+      ComponentFootprint::Entry e{l, 0, 0, load[l]};
+      if (cl != UINT32_MAX) {
+        e.side0 = side[0][cl];
+        e.side1 = side[1][cl];
+        side[0][cl] = side[1][cl] = 0;
+      }
+      f.entries.push_back(e);
+      load[l] = 0;
       in_use[l] = 0;
     }
     f.offsets.push_back(static_cast<uint32_t>(f.entries.size()));
