@@ -23,6 +23,7 @@
 #include <doctest/doctest.h>
 
 #include "fabric/generator.h"
+#include "flowsim/flow_testing.h"
 #include "model/drain.h"
 #include "model/snapshot.h"
 #include "sim/flow_sim.h"
@@ -121,27 +122,7 @@ HashCase RandomHashCase(uint64_t seed) {
   f.spine_super_gbps = 25 * pick(1, 4);
   auto spec = fabric::GenerateFabric(f);
   auto t = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
-  const auto& hosts = t->hosts();
-  model::JobsSpec jobs;
-  size_t cursor = 0;
-  for (int j = 0; j < 3 && cursor + 2 <= hosts.size(); ++j) {
-    model::JobSpec job;
-    job.id = "j" + std::to_string(j);
-    const size_t n = std::min<size_t>(hosts.size() - cursor, static_cast<size_t>(pick(2, 5)));
-    for (size_t k = 0; k < n; ++k) job.hosts.push_back(t->node(hosts[cursor + k]).name);
-    cursor += n;
-    model::CollectiveSpec c;
-    c.kind = pick(0, 1) ? model::CollectiveKind::kAllToAll : model::CollectiveKind::kAllReduce;
-    c.bytes = 1e6 * pick(10, 200);
-    job.iteration.collectives.push_back(c);
-    if (pick(0, 1)) {  // another size: staggered completions
-      model::CollectiveSpec ar;
-      ar.kind = model::CollectiveKind::kAllReduce;
-      ar.bytes = 1e6 * pick(10, 200);
-      job.iteration.collectives.push_back(ar);
-    }
-    jobs.jobs.push_back(job);
-  }
+  model::JobsSpec jobs = flowtest::RandomCollectiveJobs(*t, t->hosts(), rng, 3, 5);
   HashCase out;
   out.snapshot = model::MakeSnapshot(t, 1, jobs, 1);
   const auto& sw = t->switches();

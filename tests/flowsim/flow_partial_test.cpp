@@ -19,6 +19,7 @@
 #include <doctest/doctest.h>
 
 #include "fabric/generator.h"
+#include "flowsim/flow_testing.h"
 #include "model/drain.h"
 #include "model/snapshot.h"
 #include "sim/flow_sim.h"
@@ -58,26 +59,7 @@ PartialCase RandomPartialCase(uint64_t seed) {
   // shuffled ones (several jobs behind each leaf, sharing its uplinks).
   std::vector<model::NodeId> hosts = t->hosts();
   if (pick(0, 1) == 1) std::shuffle(hosts.begin(), hosts.end(), rng);
-  model::JobsSpec jobs;
-  size_t cursor = 0;
-  for (int j = 0; j < 5 && cursor + 2 <= hosts.size(); ++j) {
-    model::JobSpec job;
-    job.id = "j" + std::to_string(j);
-    const size_t n = std::min<size_t>(hosts.size() - cursor, static_cast<size_t>(pick(2, 4)));
-    for (size_t k = 0; k < n; ++k) job.hosts.push_back(t->node(hosts[cursor + k]).name);
-    cursor += n;
-    model::CollectiveSpec c;
-    c.kind = pick(0, 1) ? model::CollectiveKind::kAllToAll : model::CollectiveKind::kAllReduce;
-    c.bytes = 1e6 * pick(10, 200);
-    job.iteration.collectives.push_back(c);
-    if (pick(0, 1)) {  // another size: staggered completions
-      model::CollectiveSpec ar;
-      ar.kind = model::CollectiveKind::kAllReduce;
-      ar.bytes = 1e6 * pick(10, 200);
-      job.iteration.collectives.push_back(ar);
-    }
-    jobs.jobs.push_back(job);
-  }
+  model::JobsSpec jobs = flowtest::RandomCollectiveJobs(*t, hosts, rng, 5, 4);
   PartialCase out;
   out.snapshot = model::MakeSnapshot(t, 1, jobs, 1);
   const auto& sw = t->switches();
@@ -160,6 +142,23 @@ TEST_CASE("hash: drained seeds after the first route only what the drain touches
   CHECK(coupled_or_whole > 5);  // and some touch everything, or couple the jobs
 }
 
+// A leaf/spine fabric: `hosts` single-NIC 100G hosts, two per leaf, one
+// uplink of `uplink_gbps` from every leaf to each of `spines` spines.
+std::shared_ptr<const model::Topology> LeafSpine(int hosts, int spines, double uplink_gbps) {
+  fabric::FabricOptions f;
+  f.tiers = 2;
+  f.pods = 1;
+  f.rails = 1;
+  f.gpus_per_host = 1;
+  f.hosts_per_leaf = 2;
+  f.hosts = hosts;
+  f.spines_per_pod = spines;
+  f.leaf_spine_links = 1;
+  f.host_gbps = 100;
+  f.leaf_spine_gbps = uplink_gbps;
+  return std::make_shared<const model::Topology>(*model::BuildTopology(fabric::GenerateFabric(f)));
+}
+
 // Hand-checkable: two jobs on disjoint leaves of a non-blocking leaf/spine
 // fabric (every fabric link 400G, NICs 100G: the NICs are the only tight
 // links, so each job is its own component and the fabric never fills).
@@ -167,19 +166,7 @@ TEST_CASE("hash: drained seeds after the first route only what the drain touches
 // routes only: a seed after the first routes job 0's aggregates and takes
 // job 1's from its baseline. A spine drain changes both jobs' routes.
 TEST_CASE("hash: a drain of one job's uplink routes that job only in the later seeds") {
-  fabric::FabricOptions f;
-  f.tiers = 2;
-  f.pods = 1;
-  f.rails = 1;
-  f.gpus_per_host = 1;
-  f.hosts_per_leaf = 2;
-  f.hosts = 8;  // leaves 0..3, two hosts each
-  f.spines_per_pod = 4;
-  f.leaf_spine_links = 1;
-  f.host_gbps = 100;
-  f.leaf_spine_gbps = 400;
-  auto spec = fabric::GenerateFabric(f);
-  auto t = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
+  auto t = LeafSpine(8, 4, 400);  // leaves 0..3, two hosts each
   const auto& hosts = t->hosts();
   model::JobsSpec jobs;
   for (int j = 0; j < 2; ++j) {  // job 0 on leaves 0 and 1, job 1 on leaves 2 and 3
@@ -245,19 +232,7 @@ TEST_CASE("hash: a drain of one job's uplink routes that job only in the later s
 // share the link, B's flow gets 50G instead of 100G: its comm time doubles
 // (+100 %), which the worst seed shows.
 TEST_CASE("hash: a drain that makes two jobs share a link routes both (outside NICs count)") {
-  fabric::FabricOptions f;
-  f.tiers = 2;
-  f.pods = 1;
-  f.rails = 1;
-  f.gpus_per_host = 1;
-  f.hosts_per_leaf = 2;
-  f.hosts = 6;  // leaf0: h0 h1, leaf1: h2 h3, leaf2: h4 h5
-  f.spines_per_pod = 2;
-  f.leaf_spine_links = 1;
-  f.host_gbps = 100;
-  f.leaf_spine_gbps = 100;
-  auto spec = fabric::GenerateFabric(f);
-  auto t = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
+  auto t = LeafSpine(6, 2, 100);  // leaf0: h0 h1, leaf1: h2 h3, leaf2: h4 h5
   const auto& hosts = t->hosts();
   auto name = [&](size_t i) { return t->node(hosts[i]).name; };
   model::JobsSpec jobs;

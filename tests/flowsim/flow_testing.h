@@ -1,12 +1,15 @@
 // Helpers shared by the flow-level tests: tiny fabrics and job documents.
 #pragma once
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "model/jobs.h"
 #include "model/snapshot.h"
 #include "sim/flow_sim.h"
 #include "testing/fabrics.h"
@@ -14,6 +17,36 @@
 namespace drainwise::flowtest {
 
 using nlohmann::json;
+
+// Up to `max_jobs` jobs on consecutive runs of `hosts` (2 to `max_hosts`
+// each): an all-to-all or an all-reduce of 10-200 MB, and half the time a
+// second all-reduce of another size (staggered completions). Draws from
+// `rng` in a fixed order, so a seed gives the same jobs.
+inline model::JobsSpec RandomCollectiveJobs(const model::Topology& t, const std::vector<model::NodeId>& hosts,
+                                            std::mt19937_64& rng, int max_jobs, int max_hosts) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  model::JobsSpec jobs;
+  size_t cursor = 0;
+  for (int j = 0; j < max_jobs && cursor + 2 <= hosts.size(); ++j) {
+    model::JobSpec job;
+    job.id = "j" + std::to_string(j);
+    const size_t n = std::min<size_t>(hosts.size() - cursor, static_cast<size_t>(pick(2, max_hosts)));
+    for (size_t k = 0; k < n; ++k) job.hosts.push_back(t.node(hosts[cursor + k]).name);
+    cursor += n;
+    model::CollectiveSpec c;
+    c.kind = pick(0, 1) ? model::CollectiveKind::kAllToAll : model::CollectiveKind::kAllReduce;
+    c.bytes = 1e6 * pick(10, 200);
+    job.iteration.collectives.push_back(c);
+    if (pick(0, 1)) {
+      model::CollectiveSpec ar;
+      ar.kind = model::CollectiveKind::kAllReduce;
+      ar.bytes = 1e6 * pick(10, 200);
+      job.iteration.collectives.push_back(ar);
+    }
+    jobs.jobs.push_back(job);
+  }
+  return jobs;
+}
 
 // Jobs({job}) with one job: clang passes the job object itself (a copy),
 // GCC a one-element array; both mean a list of one job.
