@@ -15,7 +15,7 @@ void FlowSimulator::State::RouteClasses(const model::DrainMask& mask, const RunF
                  from.routes  ? from.routes
                  : from.reuse ? &from.reuse->table
                               : nullptr,
-                 from.routes != nullptr, per_path, sort_by_from, table, keep_links);
+                 from.routes != nullptr, per_path, sort_by_from, table, keep_links, from.runner);
 }
 
 void FlowSimulator::State::RouteSpray(const model::DrainMask& mask, const RunFrom& from, Scenario& sc) const {

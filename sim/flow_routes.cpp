@@ -35,7 +35,7 @@ bool ClassTouchesDrain(const model::Topology& topo, const RouteTable::Class& c, 
 }
 
 void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline, bool same_mask,
-                    bool per_path, bool sort_by_from, RouteTable& table, bool keep_links) {
+                    bool per_path, bool sort_by_from, RouteTable& table, bool keep_links, const TaskRunner* runner) {
   std::vector<uint32_t> todo;
   for (uint32_t i = 0; i < table.classes.size(); ++i) {
     RouteTable::Class& c = table.classes[i];
@@ -63,8 +63,6 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
     uint64_t dx = dest_of(x), dy = dest_of(y);
     return dx != dy ? dx < dy : x < y;
   });
-  PathTree tree, own_tree;
-  RouteWorkspace ws;
   auto dst_attachment = [&](const RouteTable::Class& c) {
     return c.rep_dst_nic == kAllNics ? index.HostAttachment(NodeId(c.rep_dst))
                                      : index.NicAttachment(NodeId(c.rep_dst), static_cast<size_t>(c.rep_dst_nic));
@@ -73,46 +71,58 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
     return c.rep_src_nic == kAllNics ? index.HostAttachment(NodeId(c.rep_src))
                                      : index.NicAttachment(NodeId(c.rep_src), static_cast<size_t>(c.rep_src_nic));
   };
-  // The BFS of a destination's tree stops once the switches of all its
-  // sources are reached: a same-pod leaf pair costs a pod, not the fabric.
-  std::vector<uint32_t> targets;
-  auto add_targets = [&](const RouteTable::Class& c) {
-    for (const model::Adjacency& nic : src_attachment(c).nics) targets.push_back(nic.peer.value);
-  };
-  uint64_t tree_dest = UINT64_MAX;
+  // Each class's lists, made before the routing so that destinations can be
+  // routed at once (a deque does not move its elements as it grows).
+  std::vector<std::vector<LinkShare>*> shares_of(todo.size());
+  std::vector<std::vector<ClassLink>*> links_of(todo.size());
   for (size_t k = 0; k < todo.size(); ++k) {
-    const uint32_t i = todo[k];
-    RouteTable::Class& c = table.classes[i];
-    if (dest_of(i) != tree_dest) {
-      targets.clear();
-      for (size_t m = k; m < todo.size() && dest_of(todo[m]) == dest_of(i); ++m) add_targets(table.classes[todo[m]]);
-      tree.BuildUntil(index, mask, dst_attachment(c), targets);
-      tree_dest = dest_of(i);
-    }
-    const PathTree* t = &tree;
-    if (tree.destination().host.value == c.rep_src) {  // a host on both switches: route to its own rep
-      targets.clear();
-      add_targets(c);
-      own_tree.BuildUntil(index, mask, dst_attachment(c), targets);
-      t = &own_tree;
-    }
-    PairRoute r = ws.Route(index, mask, *t, src_attachment(c));
-    c.computed = true;
-    c.connected = r.connected;
-    if (r.connected) {
+    shares_of[k] = &table.own_shares.emplace_back();
+    if (keep_links) links_of[k] = &table.own_links.emplace_back();
+  }
+  // Routes the classes todo[kb, ke) (whole destinations) with one tree.
+  auto route_range = [&](size_t kb, size_t ke) {
+    PathTree tree, own_tree;
+    RouteWorkspace ws;
+    // The BFS of a destination's tree stops once the switches of all its
+    // sources are reached: a same-pod leaf pair costs a pod, not the fabric.
+    std::vector<uint32_t> targets;
+    auto add_targets = [&](const RouteTable::Class& c) {
+      for (const model::Adjacency& nic : src_attachment(c).nics) targets.push_back(nic.peer.value);
+    };
+    uint64_t tree_dest = UINT64_MAX;
+    for (size_t k = kb; k < ke; ++k) {
+      const uint32_t i = todo[k];
+      RouteTable::Class& c = table.classes[i];
+      if (dest_of(i) != tree_dest) {
+        targets.clear();
+        for (size_t m = k; m < ke && dest_of(todo[m]) == dest_of(i); ++m) add_targets(table.classes[todo[m]]);
+        tree.BuildUntil(index, mask, dst_attachment(c), targets);
+        tree_dest = dest_of(i);
+      }
+      const PathTree* t = &tree;
+      if (tree.destination().host.value == c.rep_src) {  // a host on both switches: route to its own rep
+        targets.clear();
+        add_targets(c);
+        own_tree.BuildUntil(index, mask, dst_attachment(c), targets);
+        t = &own_tree;
+      }
+      PairRoute r = ws.Route(index, mask, *t, src_attachment(c));
+      c.computed = true;
+      c.connected = r.connected;
+      if (!r.connected) continue;
       const bool nic_class = (c.key & kExplicitKey) == 0;
       c.hops = static_cast<uint16_t>(nic_class ? r.hops - 2 : r.hops);
       // Sized once: a cross-pod class has thousands of links, and growing
       // by doubling copied (and page-faulted) a fifth of a 32k-moe run.
       // Hash modes (sort_by_from) walk the links and read no shares (69 MB
       // per table on 32k-moe); spray and spray-path read only the shares.
-      auto& shares = table.own_shares.emplace_back();
+      auto& shares = *shares_of[k];
       if (!sort_by_from) shares.reserve(ws.links().size());
       auto in_fabric = [&](const DagLink& l) {
         return !nic_class || (!index.is_host(NodeId(l.from)) && !index.is_host(NodeId(l.to)));
       };
       if (keep_links) {
-        auto& links = table.own_links.emplace_back();
+        auto& links = *links_of[k];
         links.reserve(ws.links().size());
         for (const DagLink& l : ws.links()) {
           if (in_fabric(l)) links.push_back({l.from, l.to, l.directed, l.hop_share, l.path_share});
@@ -135,7 +145,18 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
       }
       c.shares = shares;
     }
+  };
+  // Through the runner: a few ranges of whole destinations per thread, of
+  // about equal class counts (a class's route does not depend on which
+  // thread or tree computes it).
+  std::vector<size_t> cuts{0};
+  const size_t ranges = runner != nullptr && *runner ? 16 : 1;
+  for (size_t k = 1; k < todo.size(); ++k) {
+    if (dest_of(todo[k]) != dest_of(todo[k - 1]) && k - cuts.back() >= todo.size() / ranges) cuts.push_back(k);
   }
+  cuts.push_back(todo.size());
+  RunTasks(runner != nullptr ? *runner : TaskRunner{}, cuts.size() - 1,
+           [&](size_t r) { route_range(cuts[r], cuts[r + 1]); });
 }
 
 }  // namespace drainwise::sim

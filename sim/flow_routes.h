@@ -18,6 +18,7 @@
 #include "sim/flow_solver.h"
 #include "sim/flow_workload.h"
 #include "sim/routing.h"
+#include "sim/task_runner.h"
 
 namespace drainwise::sim {
 
@@ -121,7 +122,9 @@ bool ClassTouchesDrain(const model::Topology& topo, const RouteTable::Class& c, 
 // the shares are stored (spray, spray-path: 4.3 M class links on 32k-moe,
 // 138 MB that nothing but the drain check reads). With `sort_by_from` (hash
 // modes) links are sorted by (from, directed) and no shares are stored.
+// With a `runner`, destinations are routed at once.
 void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline, bool same_mask,
-                    bool per_path, bool sort_by_from, RouteTable& table, bool keep_links = true);
+                    bool per_path, bool sort_by_from, RouteTable& table, bool keep_links = true,
+                    const TaskRunner* runner = nullptr);
 
 }  // namespace drainwise::sim

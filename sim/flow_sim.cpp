@@ -98,6 +98,7 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
   if (st.hash()) {
     State::RunFrom from;
     from.reuse = &st.baseline[0];
+    from.runner = &runner;  // not a task: the seeds' runs start after it
     st.RouteClasses(mask, from, false, true, true, drained_routes);
   }
   State::ProblemPool pool;

@@ -12,12 +12,16 @@
 #include "model/snapshot.h"
 #include "sim/flow_routes.h"
 #include "sim/routing.h"
+#include "sim/task_runner.h"
 
 namespace drainwise::sim {
 namespace {
 
-// Every leaf pair of the demo fabric reachable from NIC 0 of its hosts.
-RouteTable LeafPairs(const RoutingIndex& index, bool per_path, bool keep_links) {
+// Every leaf pair of the demo fabric reachable from NIC 0 of its hosts,
+// routed under `mask` (borrowing from `baseline` when given).
+RouteTable LeafPairs(const RoutingIndex& index, bool per_path, bool keep_links, const model::DrainMask& mask = {},
+                     const RouteTable* baseline = nullptr, bool sort_by_from = false,
+                     const TaskRunner* runner = nullptr) {
   const model::Topology& topo = index.topology();
   std::vector<uint32_t> hosts;
   for (uint32_t n = 0; n < topo.node_count(); ++n) {
@@ -30,7 +34,7 @@ RouteTable LeafPairs(const RoutingIndex& index, bool per_path, bool keep_links) 
       if (a != b) t.Register(RouteTable::SwitchKey(a, b), s, 0, d, 0);
     }
   }
-  ComputeClasses(index, model::DrainMask{}, nullptr, false, per_path, false, t, keep_links);
+  ComputeClasses(index, mask, baseline, false, per_path, sort_by_from, t, keep_links, runner);
   return t;
 }
 
@@ -88,6 +92,66 @@ TEST_CASE("route classes: shares-only classes list every DAG link and see the sa
     }
     CHECK(touched > 0);
     CHECK(touched < checks);
+  }
+}
+
+// Destinations routed at once through a runner give the tables routed one
+// after another: every class, link and share in the same place, with and
+// without a baseline to borrow from, in every mode's layout.
+TEST_CASE("route classes: routing through a runner changes nothing") {
+  auto preset = *fabric::FindPreset("demo");
+  auto spec = fabric::GenerateFabric(preset.fabric);
+  auto topo = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
+  const RoutingIndex index(*topo);
+  const TaskRunner runner = ThreadsRunner(2);
+  model::Drain spine;
+  for (uint32_t n = 0; n < topo->node_count() && spine.switches.empty(); ++n) {
+    if (topo->node(NodeId(n)).tier == "spine") spine.switches = {NodeId(n)};
+  }
+  REQUIRE(!spine.switches.empty());
+  const model::DrainMask drained(*topo, spine);
+  auto same = [](const RouteTable& a, const RouteTable& b) {
+    REQUIRE(a.classes.size() == b.classes.size());
+    size_t links = 0;
+    for (size_t i = 0; i < a.classes.size(); ++i) {
+      const RouteTable::Class& x = a.classes[i];
+      const RouteTable::Class& y = b.classes[i];
+      CHECK(x.key == y.key);
+      CHECK(x.computed == y.computed);
+      CHECK(x.connected == y.connected);
+      CHECK(x.clean == y.clean);
+      CHECK(x.hops == y.hops);
+      REQUIRE(x.shares.size() == y.shares.size());
+      for (size_t k = 0; k < x.shares.size(); ++k) {
+        CHECK(x.shares[k].link == y.shares[k].link);
+        CHECK(x.shares[k].share == y.shares[k].share);
+      }
+      REQUIRE(x.links.size() == y.links.size());
+      for (size_t k = 0; k < x.links.size(); ++k) {
+        CHECK(x.links[k].directed == y.links[k].directed);
+        CHECK(x.links[k].from == y.links[k].from);
+        CHECK(x.links[k].hop_share == y.links[k].hop_share);
+        CHECK(x.links[k].path_share == y.links[k].path_share);
+      }
+      links += x.links.size() + x.shares.size();
+    }
+    CHECK(links > 0);
+  };
+  for (int layout = 0; layout < 3; ++layout) {  // spray (shares), adaptive (links and shares), hash (sorted links)
+    CAPTURE(layout);
+    const bool keep = layout > 0, sorted = layout == 2;
+    const RouteTable one = LeafPairs(index, false, keep, {}, nullptr, sorted);
+    const RouteTable many = LeafPairs(index, false, keep, {}, nullptr, sorted, &runner);
+    same(one, many);
+    // Drained, borrowing the untouched routes from the baseline: only the
+    // classes through the spine are routed again.
+    const RouteTable d_one = LeafPairs(index, false, keep, drained, &one, sorted);
+    const RouteTable d_many = LeafPairs(index, false, keep, drained, &one, sorted, &runner);
+    same(d_one, d_many);
+    size_t rerouted = 0;
+    for (const RouteTable::Class& c : d_one.classes) rerouted += c.clean ? 0 : 1;
+    CHECK(rerouted > 0);
+    CHECK(rerouted < d_one.classes.size());
   }
 }
 
