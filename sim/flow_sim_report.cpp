@@ -137,36 +137,49 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
       rep.hot_links.push_back(std::move(u));
     }
   }
+  // The first seed's aggregates grouped by job (ascending within a job).
+  std::vector<uint32_t> job_aggs_off(nj + 1, 0), job_aggs(d0.agg_demand.size());
+  for (uint32_t dm : d0.agg_demand) ++job_aggs_off[st.workload.demands[dm].job + 1];
+  for (size_t j = 0; j < nj; ++j) job_aggs_off[j + 1] += job_aggs_off[j];
   {
+    std::vector<uint32_t> fill(job_aggs_off.begin(), job_aggs_off.end() - 1);
+    for (uint32_t a = 0; a < d0.agg_demand.size(); ++a) job_aggs[fill[st.workload.demands[d0.agg_demand[a]].job]++] = a;
+  }
+  {
+    // Per job: the bits fixed at each bottleneck link, summed in a dense
+    // per-link array (its touched entries reset after each job).
     const FluidSolution& sol = d0.solution;
-    std::vector<std::vector<std::pair<uint32_t, double>>> per_job(nj);  // (link, bits fixed there)
-    std::vector<uint32_t> critical(nj, kNoLink);
-    std::vector<double> critical_finish(nj, -1);
-    for (size_t a = 0; a < d0.agg_demand.size(); ++a) {
-      const FlowDemand& d = st.workload.demands[d0.agg_demand[a]];
-      uint32_t l = sol.bottleneck0[a];
-      if (l == kNoLink || !(d0.problem.bits[a] > 0)) continue;
-      per_job[d.job].push_back({l, d0.problem.bits[a] * d0.problem.weight[a]});
-      if (sol.finish_s[a] > critical_finish[d.job]) {
-        critical_finish[d.job] = sol.finish_s[a];
-        critical[d.job] = l;
-      }
-    }
+    std::vector<double> fixed(ndl, 0.0);
+    std::vector<uint8_t> listed(ndl, 0);
+    std::vector<uint32_t> links;
+    std::vector<std::pair<uint32_t, double>> v;  // (link, bits fixed there)
     for (size_t j = 0; j < nj; ++j) {
-      auto& v = per_job[j];
-      if (v.empty() || !rep.jobs[j].drained.connected) continue;
-      std::sort(v.begin(), v.end());
-      size_t w = 0;
-      for (size_t i = 0; i < v.size(); ++i) {
-        if (w > 0 && v[w - 1].first == v[i].first) {
-          v[w - 1].second += v[i].second;
-        } else {
-          v[w++] = v[i];
+      if (!rep.jobs[j].drained.connected) continue;
+      uint32_t critical = kNoLink;
+      double critical_finish = -1;
+      links.clear();
+      for (uint32_t k = job_aggs_off[j]; k < job_aggs_off[j + 1]; ++k) {
+        const uint32_t a = job_aggs[k];
+        const uint32_t l = sol.bottleneck0[a];
+        if (l == kNoLink || !(d0.problem.bits[a] > 0)) continue;
+        if (!listed[l]) {
+          listed[l] = 1;
+          links.push_back(l);
+        }
+        fixed[l] += d0.problem.bits[a] * d0.problem.weight[a];
+        if (sol.finish_s[a] > critical_finish) {
+          critical_finish = sol.finish_s[a];
+          critical = l;
         }
       }
-      v.resize(w);
+      v.clear();
+      for (uint32_t l : links) {
+        v.push_back({l, fixed[l]});
+        fixed[l] = 0;
+        listed[l] = 0;
+      }
       std::sort(v.begin(), v.end(), [&](const auto& x, const auto& y) {
-        bool cx = x.first == critical[j], cy = y.first == critical[j];
+        bool cx = x.first == critical, cy = y.first == critical;
         if (cx != cy) return cx;
         return x.second != y.second ? x.second > y.second : x.first < y.first;
       });
@@ -199,21 +212,26 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
         if (slot[ls.link] != UINT32_MAX) class_slots[c].push_back(slot[ls.link]);
       }
     }
-    std::vector<std::pair<uint32_t, uint32_t>> crossing;  // (slot, job)
-    for (size_t a = 0; a < p.aggregate_count(); ++a) {
-      if (!(p.bits[a] > 0)) continue;
-      uint32_t job = st.workload.demands[d0.agg_demand[a]].job;
-      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
-        if (slot[p.private_links[k].link] != UINT32_MAX) crossing.push_back({slot[p.private_links[k].link], job});
-      }
-      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-        for (uint32_t s : class_slots[p.terms[k].cls]) crossing.push_back({s, job});
+    // Jobs in ascending order, each noted once per slot: sorted lists.
+    std::vector<std::vector<model::JobId>> by_slot(nslots);
+    std::vector<uint32_t> last_job(nslots, UINT32_MAX);
+    auto cross = [&](uint32_t s, uint32_t j) {
+      if (last_job[s] == j) return;
+      last_job[s] = j;
+      by_slot[s].push_back(model::JobId(j));
+    };
+    for (uint32_t j = 0; j < nj; ++j) {
+      for (uint32_t k = job_aggs_off[j]; k < job_aggs_off[j + 1]; ++k) {
+        const uint32_t a = job_aggs[k];
+        if (!(p.bits[a] > 0)) continue;
+        for (uint32_t i = p.private_offsets[a]; i < p.private_offsets[a + 1]; ++i) {
+          if (slot[p.private_links[i].link] != UINT32_MAX) cross(slot[p.private_links[i].link], j);
+        }
+        for (uint32_t i = p.term_offsets[a]; i < p.term_offsets[a + 1]; ++i) {
+          for (uint32_t s : class_slots[p.terms[i].cls]) cross(s, j);
+        }
       }
     }
-    std::sort(crossing.begin(), crossing.end());
-    crossing.erase(std::unique(crossing.begin(), crossing.end()), crossing.end());
-    std::vector<std::vector<model::JobId>> by_slot(nslots);
-    for (auto [s, j] : crossing) by_slot[s].push_back(model::JobId(j));
     for (FlowLinkUse* u : uses) {
       const auto& v = by_slot[slot[u->directed_link]];
       u->job_count = v.size();
