@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #if defined(__linux__)
 #include <sys/auxv.h>
@@ -11,14 +12,26 @@
 
 namespace drainwise::process {
 
+std::string MallocTunables(const std::string& current) {
+  std::string value = current;
+  for (const char* t : kMallocTunables) {
+    const std::string_view tunable(t);
+    const std::string_view name = tunable.substr(0, tunable.find('='));
+    if (value.find(name) != std::string::npos) continue;  // the operator's choice (or ours, re-executed)
+    if (!value.empty()) value += ':';
+    value += tunable;
+  }
+  return value;
+}
+
 void ReexecWithMallocHugePages(char** argv) {
 #if defined(__linux__)
   if (const char* opt = std::getenv("DRAINWISE_MALLOC_HUGE_PAGES"); opt && std::strcmp(opt, "0") == 0) return;
   if (::getauxval(AT_SECURE) != 0) return;
   const char* tunables = std::getenv("GLIBC_TUNABLES");
-  std::string value = tunables ? tunables : "";
-  if (value.find("glibc.malloc.hugetlb") != std::string::npos) return;
-  value = value.empty() ? "glibc.malloc.hugetlb=1" : value + ":glibc.malloc.hugetlb=1";
+  const std::string current = tunables ? tunables : "";
+  const std::string value = MallocTunables(current);
+  if (value == current) return;
   // This program's path rather than /proc/self/exe itself, which under a
   // tool such as valgrind names the tool.
   char self[4096];

@@ -8,18 +8,39 @@
 // glibc 2.35+ makes malloc ask for huge pages (madvise(MADV_HUGEPAGE) on its
 // heap and its mmap'd chunks) under the tunable glibc.malloc.hugetlb=1, but
 // reads tunables only when a process starts, from GLIBC_TUNABLES. So this
-// re-executes the program once with the tunable added, before anything else
-// has run: same pid, arguments and environment otherwise.
+// re-executes the program once with the tunables below added, before
+// anything else has run: same pid, arguments and environment otherwise.
 //
-// Nothing happens when GLIBC_TUNABLES already names glibc.malloc.hugetlb
-// (whatever its value: an operator's choice, and the re-executed process),
-// when DRAINWISE_MALLOC_HUGE_PAGES=0, when the process runs set-uid (glibc
-// ignores tunables then) or when the re-execution fails (the program goes
-// on as it is). Linux only; elsewhere a no-op. With transparent huge pages
-// off (`never`) the tunable does nothing.
+// Two more tunables keep a run's arrays out of fresh pages. glibc serves a
+// request over its mmap threshold (128 KiB at first, raised as such blocks
+// are freed) with a mapping of its own, unmapped on free, and grows its
+// heap by little more than each request lacks: a cold 32k-moe spray run
+// made about 17 k page faults that way. With requests up to 32 MiB (the
+// largest threshold glibc takes) served from the heap, grown 16 MiB at a
+// time, it made about 9 k at the same peak RSS, and ran faster
+// (docs/performance.md, "Spray under 0.5 s").
+//
+// A tunable GLIBC_TUNABLES already names is left as it is (an operator's
+// choice, and the re-executed process); nothing happens when every one is
+// named, when DRAINWISE_MALLOC_HUGE_PAGES=0, when the process runs set-uid
+// (glibc ignores tunables then) or when the re-execution fails (the
+// program goes on as it is). Linux only; elsewhere a no-op. With
+// transparent huge pages off (`never`) the hugetlb tunable does nothing.
 #pragma once
 
+#include <string>
+
 namespace drainwise::process {
+
+inline constexpr const char* kMallocTunables[] = {
+    "glibc.malloc.hugetlb=1",
+    "glibc.malloc.mmap_threshold=33554432",
+    "glibc.malloc.top_pad=16777216",
+};
+
+// `current` (a GLIBC_TUNABLES value) with each of kMallocTunables it does
+// not name appended, in that order.
+std::string MallocTunables(const std::string& current);
 
 // Call first in main(), with main's argv. Returns only when it did not re-execute.
 void ReexecWithMallocHugePages(char** argv);

@@ -113,21 +113,49 @@ std::string EnvironOf(int pid) {
   std::replace(all.begin(), all.end(), '\0', '\n');
   return "\n" + all;
 }
+
+// Whether `env` (EnvironOf) has GLIBC_TUNABLES=`value`. glibc 2.36 parses
+// the variable in place, ending each tunable with a NUL where its ':' was:
+// /proc then shows one entry per tunable.
+bool HasTunables(const std::string& env, std::string value) {
+  if (env.find("\nGLIBC_TUNABLES=" + value + "\n") != std::string::npos) return true;
+  std::replace(value.begin(), value.end(), ':', '\n');
+  return env.find("\nGLIBC_TUNABLES=" + value + "\n") != std::string::npos;
+}
+
+// GLIBC_TUNABLES as src/process/malloc_huge_pages.h makes it from `before`:
+// each of its tunables that `before` does not name, appended in order.
+std::string WithMallocTunables(std::string before) {
+  for (const char* t :
+       {"glibc.malloc.hugetlb=1", "glibc.malloc.mmap_threshold=33554432", "glibc.malloc.top_pad=16777216"}) {
+    const std::string tunable(t);
+    if (before.find(tunable.substr(0, tunable.find('='))) != std::string::npos) continue;
+    before += (before.empty() ? "" : ":") + tunable;
+  }
+  return before;
+}
 }  // namespace
 
 TEST_CASE("the daemon runs with glibc's malloc on huge pages, unless told not to") {
   // src/process/malloc_huge_pages.h: main() re-executes itself once with
-  // glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES (same pid).
+  // glibc.malloc.hugetlb=1 and two thresholds added to GLIBC_TUNABLES (same
+  // pid), leaving any the environment already names as they are.
   const char* ours = std::getenv("GLIBC_TUNABLES");
   const std::string before = ours ? ours : "";
   {
     testing::Daemon d;
     REQUIRE_MESSAGE(d.started(), d.log());
-    const std::string expected = before.find("glibc.malloc.hugetlb") != std::string::npos ? before
-                                 : before.empty()                                         ? "glibc.malloc.hugetlb=1"
-                                                  : before + ":glibc.malloc.hugetlb=1";
-    CHECK(EnvironOf(d.pid()).find("\nGLIBC_TUNABLES=" + expected + "\n") != std::string::npos);
+    CHECK(HasTunables(EnvironOf(d.pid()), WithMallocTunables(before)));
     CHECK(d.Get("/healthz").status == 200);
+  }
+  if (before.empty()) {
+    // An operator's own value of one of them is kept, the others added.
+    ::setenv("GLIBC_TUNABLES", "glibc.malloc.top_pad=0", 1);
+    testing::Daemon d;
+    ::unsetenv("GLIBC_TUNABLES");
+    REQUIRE_MESSAGE(d.started(), d.log());
+    CHECK(HasTunables(EnvironOf(d.pid()),
+                      "glibc.malloc.top_pad=0:glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432"));
   }
   ::setenv("DRAINWISE_MALLOC_HUGE_PAGES", "0", 1);
   {
@@ -135,6 +163,6 @@ TEST_CASE("the daemon runs with glibc's malloc on huge pages, unless told not to
     ::unsetenv("DRAINWISE_MALLOC_HUGE_PAGES");
     REQUIRE_MESSAGE(d.started(), d.log());
     const std::string env = EnvironOf(d.pid());
-    CHECK(env.find("\nGLIBC_TUNABLES=") == (ours ? env.find("\nGLIBC_TUNABLES=" + before + "\n") : std::string::npos));
+    CHECK(ours ? HasTunables(env, before) : env.find("\nGLIBC_TUNABLES=") == std::string::npos);
   }
 }
