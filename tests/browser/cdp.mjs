@@ -172,8 +172,12 @@ export class Page {
     });
   }
 
+  // A page load waits up to 45 s. The whole test runs in about 8 s, but in
+  // one full ctest -j 2 run on a starved VM a load took over 15 s (the
+  // console loaded fine when the test ran again alone): the bound only
+  // guards a hang.
   async goto(url) {
-    const loaded = this.waitEvent('Page.loadEventFired');
+    const loaded = this.waitEvent('Page.loadEventFired', 45000);
     const r = await this.send('Page.navigate', {url});
     if (r.errorText) throw new Error(`navigate ${url}: ${r.errorText}`);
     if (!r.loaderId) return;  // same document (only the #fragment changed): no load event
@@ -189,7 +193,7 @@ export class Page {
   }
 
   // Polls `expression` until it is truthy; returns its value.
-  async waitFor(expression, what, timeoutMs = 15000) {
+  async waitFor(expression, what, timeoutMs = 30000) {
     const t0 = Date.now();
     for (;;) {
       const v = await this.eval(expression);
