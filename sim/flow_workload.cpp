@@ -22,9 +22,7 @@ class JobBuilder {
     ranks_ = static_cast<int64_t>(job.hosts.size()) * gpus_;
   }
 
-  // Appends the job's demands and collectives to `out`; returns its
-  // inter-host rank-level flows.
-  uint64_t Build() {
+  void Build() {
     const auto& collectives = job_.iteration.collectives;
     for (uint32_t c = 0; c < collectives.size(); ++c) {
       const model::Collective& coll = collectives[c];
@@ -57,7 +55,6 @@ class JobBuilder {
             {job_index_, c, steps * count, static_cast<uint32_t>(first), static_cast<uint32_t>(out_.demands.size())});
       }
     }
-    return flows_;
   }
 
  private:
@@ -83,7 +80,8 @@ class JobBuilder {
     d.multiplicity = mult;
     d.bytes = bytes;
     out_.demands.push_back(d);
-    flows_ += mult;
+    out_.job_flows[job_index_] += mult;
+    out_.rank_flows += mult;
   }
 
   // Groups of `group_size` consecutive ranks (0 = all ranks).
@@ -204,7 +202,8 @@ class JobBuilder {
       d.dst = f.dst.value;
       d.bytes = f.bytes * count;
       out_.demands.push_back(d);
-      flows_ += 1;
+      out_.job_flows[job_index_] += 1;
+      out_.rank_flows += 1;
     }
     return 1;
   }
@@ -232,7 +231,6 @@ class JobBuilder {
   int gpus_ = 1;
   int64_t ranks_ = 0;
   uint32_t collective_ = 0;
-  uint64_t flows_ = 0;
   std::vector<uint32_t> hosts_;
   std::vector<int> host_gpus_;
   std::vector<int> host_count_;
@@ -240,36 +238,16 @@ class JobBuilder {
 
 }  // namespace
 
-Workload BuildWorkload(const model::Topology& topology, const model::JobSet& jobs, const TaskRunner& runner) {
-  // Jobs are independent: each is built into a part of its own (several
-  // at once through the runner), and the parts joined in job order.
-  const size_t nj = jobs.size();
-  std::vector<Workload> parts(nj);
-  std::vector<uint64_t> flows(nj, 0);
-  RunTasks(runner, nj, [&](size_t j) {
-    flows[j] =
-        JobBuilder(topology, jobs.job(model::JobId(static_cast<uint32_t>(j))), static_cast<uint32_t>(j), parts[j])
-            .Build();
-  });
+Workload BuildWorkload(const model::Topology& topology, const model::JobSet& jobs) {
   Workload out;
-  size_t total = 0;
-  for (const Workload& part : parts) total += part.demands.size();
-  out.demands.reserve(total);
-  out.job_flows = std::move(flows);
-  out.job_first_demand.reserve(nj + 1);
-  for (size_t j = 0; j < nj; ++j) {
-    const auto base = static_cast<uint32_t>(out.demands.size());
-    out.job_first_demand.push_back(base);
-    out.demands.insert(out.demands.end(), parts[j].demands.begin(), parts[j].demands.end());
-    for (CollectiveSteps c : parts[j].collectives) {
-      c.first_demand += base;
-      c.end_demand += base;
-      out.collectives.push_back(c);
-    }
-    out.rank_flows += out.job_flows[j];
-    parts[j] = Workload{};
+  out.job_flows.assign(jobs.size(), 0);
+  out.job_first_demand.reserve(jobs.size() + 1);
+  for (uint32_t j = 0; j < jobs.size(); ++j) {
+    out.job_first_demand.push_back(static_cast<uint32_t>(out.demands.size()));
+    JobBuilder(topology, jobs.job(model::JobId(j)), j, out).Build();
   }
   out.job_first_demand.push_back(static_cast<uint32_t>(out.demands.size()));
+  out.demands.shrink_to_fit();
   return out;
 }
 

@@ -20,7 +20,6 @@
 
 #include "model/jobs.h"
 #include "model/topology.h"
-#include "sim/task_runner.h"
 
 namespace drainwise::sim {
 
@@ -65,7 +64,6 @@ struct Workload {
 // `gpus` GPUs per host: floor(gpu * nics / gpus). REQUIRES nics >= 1, gpus >= 1.
 inline int NicOfGpu(int gpu, int nics, int gpus) { return static_cast<int>((static_cast<int64_t>(gpu) * nics) / gpus); }
 
-// The demands of every job; with a runner, jobs are built at once.
-Workload BuildWorkload(const model::Topology& topology, const model::JobSet& jobs, const TaskRunner& runner = {});
+Workload BuildWorkload(const model::Topology& topology, const model::JobSet& jobs);
 
 }  // namespace drainwise::sim
