@@ -213,7 +213,8 @@ struct LocalProblem {
 // members and the rate its frozen members take; a link sums its classes
 // when the heap asks for its level (once or twice per link) instead of
 // every class updating every link at each freeze (35 M updates for one
-// 131k-aggregate component of the 32k MoE case, against 1 M sums).
+// 131k-aggregate component of the 32k MoE case, against about 2 M terms
+// summed: each link once for the heap and once when popped).
 class WaterFiller {
  public:
   // Fills rate[a] (per flow) and bottleneck[a] (local link) for every active a.

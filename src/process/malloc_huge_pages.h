@@ -18,7 +18,7 @@
 // made about 17 k page faults that way. With requests up to 32 MiB (the
 // largest threshold glibc takes) served from the heap, grown 16 MiB at a
 // time, it made about 9 k at the same peak RSS, and ran faster
-// (docs/performance.md, "Spray under 0.5 s").
+// (docs/performance.md, "Spray under 0.5 s on a quiet machine").
 //
 // A tunable GLIBC_TUNABLES already names is left as it is (an operator's
 // choice, and the re-executed process); nothing happens when every one is
