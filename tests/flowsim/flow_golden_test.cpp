@@ -43,6 +43,29 @@ TEST_CASE("two flows sharing an uplink split it evenly") {
   }
 }
 
+TEST_CASE("a link's jobs are counted once each, however many of their flows cross it") {
+  // 2x2, 50G leaf-spine links, 100G NICs. j1: h0 -> h2 and h0 -> h3, j2:
+  // h1 -> h3, 1 GB each. All three spray half of their traffic on each of
+  // leaf0's two 50G uplinks: 3 r / 2 <= 50G, so r = 100/3 G (h0's NIC
+  // carries 2 r <= 100G), and 8e9 bits / (100e9 / 3) = 0.24 s for each.
+  // The bottleneck is crossed by three flows of two jobs: two jobs.
+  auto run = flowtest::Simulate(
+      flowtest::TwoByTwo(50, 100),
+      Jobs({FlowsJob("j1", {{"h0", "h2", 1e9}, {"h0", "h3", 1e9}}), FlowsJob("j2", {{"h1", "h3", 1e9}})}), NoDrain(),
+      sim::FlowOptions::Exact());
+  for (const char* id : {"j1", "j2"}) {
+    CAPTURE(id);
+    const auto& j = run.Job(id);
+    CHECK(j.drained.comm_s == doctest::Approx(0.24).epsilon(1e-9));
+    REQUIRE_FALSE(j.bottlenecks.empty());
+    const auto& b = j.bottlenecks.front();
+    CHECK(b.utilisation == doctest::Approx(1.0));
+    CHECK(b.job_count == 2);
+    REQUIRE(b.jobs.size() == 2);
+    CHECK(b.jobs[0] < b.jobs[1]);
+  }
+}
+
 TEST_CASE("a drained spine halves a pair's capacity") {
   // 2x2, 100G leaf-spine links, 200G NICs; one 1 GB flow h0 -> h2.
   // Baseline: 100G over each spine = 200G -> 8e9 / 200e9 = 0.04 s.

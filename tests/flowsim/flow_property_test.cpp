@@ -1,8 +1,11 @@
 // Properties of the flow-level what-if on generated fabrics with every
 // collective kind, hash-mode collisions, and the JSON/table renderers.
+#include <algorithm>
+#include <set>
 #include <stop_token>
 
 #include <doctest/doctest.h>
+
 #include <fmt/format.h>
 
 #include "fabric/generator.h"
@@ -147,6 +150,56 @@ TEST_CASE("a leaf drain slows the jobs behind it (NIC fallback) and the report s
   CHECK_FALSE(rep.hot_links.empty());
   CHECK(rep.hot_links.front().utilisation == doctest::Approx(1.0).epsilon(1e-6));
   CHECK(rep.hot_links.front().job_count >= 1);
+}
+
+// A job's bottlenecks and a link's jobs depend on the jobs' traffic, not on
+// the order the jobs are listed in (the report sums each job's bits per
+// link on its own).
+TEST_CASE("listing the jobs in reverse order reports the same bottlenecks and the same jobs per link") {
+  auto p = *fabric::FindPreset("demo");
+  auto spec = fabric::GenerateFabric(p.fabric);
+  auto jobs = fabric::GenerateJobs(spec, p.fabric, p.jobs);
+  // Fabric links at a tenth of their speed: jobs then share bottlenecks.
+  std::set<std::string> hosts;
+  for (const auto& n : spec.nodes) {
+    if (n.kind == model::NodeKind::kHost) hosts.insert(n.id);
+  }
+  for (auto& l : spec.links) {
+    if (!hosts.count(l.a) && !hosts.count(l.b)) l.gbps *= 0.1;
+  }
+  auto reversed = jobs;
+  std::reverse(reversed.jobs.begin(), reversed.jobs.end());
+  auto topo = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
+  auto a = model::MakeSnapshot(topo, 1, jobs, 1);
+  auto b = model::MakeSnapshot(topo, 1, reversed, 1);
+  sim::FlowOptions o;
+  o.hot_links_fabric_only = false;
+  o.bottlenecks_per_job = 8;
+  const auto drain = Switches(*topo, {"p0-leaf0-r0"});
+  const sim::FlowReport ra = Run(a, drain, o), rb = Run(b, drain, o);
+  auto names = [](const model::SnapshotPtr& s, const std::vector<model::JobId>& ids) {
+    std::vector<std::string> out;
+    for (model::JobId id : ids) out.push_back(s->jobs->job(id).id);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  size_t listed = 0, shared = 0;
+  for (size_t j = 0; j < ra.jobs.size(); ++j) {
+    const std::string& id = a->jobs->job(model::JobId(static_cast<uint32_t>(j))).id;
+    CAPTURE(id);
+    const sim::FlowJobResult& x = ra.jobs[j];
+    const sim::FlowJobResult& y = rb.jobs[b->jobs->FindJob(id)->value];
+    REQUIRE(x.bottlenecks.size() == y.bottlenecks.size());
+    for (size_t k = 0; k < x.bottlenecks.size(); ++k) {
+      CHECK(x.bottlenecks[k].directed_link == y.bottlenecks[k].directed_link);
+      CHECK(x.bottlenecks[k].job_count == y.bottlenecks[k].job_count);
+      CHECK(names(a, x.bottlenecks[k].jobs) == names(b, y.bottlenecks[k].jobs));
+      shared += x.bottlenecks[k].job_count > 1 ? 1 : 0;
+    }
+    listed += x.bottlenecks.size() > 1 ? 1 : 0;
+  }
+  CHECK(listed > 2);  // jobs with several bottlenecks: their order is compared
+  CHECK(shared > 0);  // and links several jobs cross
 }
 
 TEST_CASE("same seed, same bytes; the hash seed matters") {
