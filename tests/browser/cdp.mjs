@@ -129,6 +129,30 @@ export class Page {
 
   send(method, params, timeoutMs) { return this.b.send(method, params, this.sessionId, timeoutMs); }
 
+  // Holds the requests whose URL matches `pattern` (a RegExp) before they
+  // are sent, until the returned function is called: it sends them on, and
+  // lets later ones through. For orderings a fast machine never shows.
+  async hold(pattern) {
+    const held = [];
+    let holding = true;
+    this.b.on((msg) => {
+      if (msg.sessionId !== this.sessionId || msg.method !== 'Fetch.requestPaused') return;
+      const {requestId, request} = msg.params;
+      if (holding && pattern.test(request.url)) {
+        held.push(requestId);
+        return;
+      }
+      this.send('Fetch.continueRequest', {requestId}).catch(() => {});
+    });
+    await this.send('Fetch.enable', {patterns: [{urlPattern: '*/v1/*'}]});
+    return () => {
+      holding = false;
+      const n = held.length;
+      for (const requestId of held.splice(0)) this.send('Fetch.continueRequest', {requestId}).catch(() => {});
+      return n;
+    };
+  }
+
   // Answers requests whose URL matches `pattern` (a RegExp) with `reply(url)`
   // ({status, body}) instead of the server: a stand-in for a feature the
   // daemon under test does not have configured.

@@ -9,13 +9,16 @@ export const api = {
   async call(method, path, body) {
     const headers = {Accept: 'application/json'};
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    if (this.token) headers.Authorization = 'Bearer ' + this.token;
+    const sent = this.token;
+    if (sent) headers.Authorization = 'Bearer ' + sent;
     const res = await fetch(path, {method, headers, body: body === undefined ? undefined : JSON.stringify(body)});
     const text = await res.text();
     let data = null;
     try { data = text ? JSON.parse(text) : null; } catch (e) { data = {detail: text}; }
     if (res.status === 401) {
-      await this.askToken(this.token ? 'That token was not accepted.' : '');
+      // A request sent before the user gave the token (several go at
+      // once) is retried with it; only a refused token asks again.
+      if (this.token === sent) await this.askToken(sent ? 'That token was not accepted.' : '');
       return this.call(method, path, body);
     }
     if (!res.ok) {
