@@ -137,13 +137,13 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
       rep.hot_links.push_back(std::move(u));
     }
   }
-  // The first seed's aggregates grouped by job (ascending within a job).
-  std::vector<uint32_t> job_aggs_off(nj + 1, 0), job_aggs(d0.agg_demand.size());
-  for (uint32_t dm : d0.agg_demand) ++job_aggs_off[st.workload.demands[dm].job + 1];
-  for (size_t j = 0; j < nj; ++j) job_aggs_off[j + 1] += job_aggs_off[j];
-  {
-    std::vector<uint32_t> fill(job_aggs_off.begin(), job_aggs_off.end() - 1);
-    for (uint32_t a = 0; a < d0.agg_demand.size(); ++a) job_aggs[fill[st.workload.demands[d0.agg_demand[a]].job]++] = a;
+  // The first seed's aggregates come in demand order and the demands are
+  // grouped by job: job j's aggregates are [job_aggs_off[j], job_aggs_off[j + 1]).
+  std::vector<uint32_t> job_aggs_off(nj + 1);
+  for (size_t j = 0; j <= nj; ++j) {
+    job_aggs_off[j] = static_cast<uint32_t>(
+        std::lower_bound(d0.agg_demand.begin(), d0.agg_demand.end(), st.workload.job_first_demand[j]) -
+        d0.agg_demand.begin());
   }
   {
     // Per job: the bits fixed at each bottleneck link, summed in a dense
@@ -158,8 +158,7 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
       uint32_t critical = kNoLink;
       double critical_finish = -1;
       links.clear();
-      for (uint32_t k = job_aggs_off[j]; k < job_aggs_off[j + 1]; ++k) {
-        const uint32_t a = job_aggs[k];
+      for (uint32_t a = job_aggs_off[j]; a < job_aggs_off[j + 1]; ++a) {
         const uint32_t l = sol.bottleneck0[a];
         if (l == kNoLink || !(d0.problem.bits[a] > 0)) continue;
         if (!listed[l]) {
@@ -221,8 +220,7 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
       by_slot[s].push_back(model::JobId(j));
     };
     for (uint32_t j = 0; j < nj; ++j) {
-      for (uint32_t k = job_aggs_off[j]; k < job_aggs_off[j + 1]; ++k) {
-        const uint32_t a = job_aggs[k];
+      for (uint32_t a = job_aggs_off[j]; a < job_aggs_off[j + 1]; ++a) {
         if (!(p.bits[a] > 0)) continue;
         for (uint32_t i = p.private_offsets[a]; i < p.private_offsets[a + 1]; ++i) {
           if (slot[p.private_links[i].link] != UINT32_MAX) cross(slot[p.private_links[i].link], j);
