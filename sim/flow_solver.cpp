@@ -425,6 +425,7 @@ class IncrementalEvents {
     AssignHuge(agg_stamp_, n, 0u);
     slope_.assign(nl, 0.0);
     used_.assign(nl, 0.0);
+    queued_.assign(nl, kInf);
     count_.assign(nl, 0);
     class_sum_.assign(nc, 0.0);
     class_old_.assign(nc, 0.0);
@@ -551,6 +552,7 @@ class IncrementalEvents {
     slope_[l] = 0;
     used_[l] = 0;  // first: what the batch takes off
     count_[l] = 0;
+    queued_[l] = kInf;
   }
   void TouchClass(uint32_t c) {
     if (class_stamp_[c] == stamp_) return;
@@ -617,22 +619,72 @@ class IncrementalEvents {
     // members and classes with refilled members (CSR over links_).
     BuildIndex(p);
 
+    // The queue of links that may saturate next. Not every touched link:
+    // per refilled aggregate, the one of its private links that fills
+    // first if nothing froze (a lower bound of where the aggregate can
+    // freeze, as levels only rise), and every link of a class with
+    // refilled members. The queue's least key is then never above the
+    // level at which the next link saturates: for any link with an
+    // unfrozen member, that member's tracked link (or, for a class link,
+    // the link itself) is queued at or below it. A link popped whose level
+    // rose is queued again, and its private members tracked again, from
+    // their links' current levels. On the 32k MoE hash case this queues
+    // one link per five touched (the private links of most refilled
+    // aggregates are theirs alone): sorting all of them was a third of
+    // the re-fills.
     heap_links_.clear();  // keeps its storage across batches
-    for (uint32_t l : links_) {
-      if (count_[l] > 0 && slope_[l] > 0) heap_links_.Append({(p.capacity[l] - used_[l]) / slope_[l], l});
+    bool built = false;
+    auto queue = [&](uint32_t l, double key) {
+      if (!(key < queued_[l])) return;  // already queued as low (a lower bound either way)
+      queued_[l] = key;
+      if (built) {
+        heap_links_.push({key, l});
+      } else {
+        heap_links_.Append({key, l});
+      }
+    };
+    double level = r_min;
+    // Keys are never below the current level: a link whose load already
+    // exceeds its capacity saturates at once.
+    auto track = [&](uint32_t a) {
+      double best = kInf;
+      uint32_t best_link = kNoLink;
+      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
+        const uint32_t l = p.priv[k].link;
+        if (count_[l] == 0 || !(slope_[l] > 0)) continue;
+        const double v = std::max(level, (p.capacity[l] - used_[l]) / slope_[l]);
+        if (v < best || (v == best && l < best_link)) {
+          best = v;
+          best_link = l;
+        }
+      }
+      if (best_link != kNoLink) queue(best_link, best);
+    };
+    for (uint32_t a : refill_) track(a);
+    for (uint32_t c : classes_) {
+      if (class_n_[c] == 0) continue;
+      for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k) {
+        const uint32_t l = p.class_links[k].link;
+        if (count_[l] > 0 && slope_[l] > 0) queue(l, std::max(level, (p.capacity[l] - used_[l]) / slope_[l]));
+      }
     }
     heap_links_.Build();
-    double level = r_min;
+    built = true;
     // Once every refilled aggregate is frozen, no link left has a member.
     size_t unfrozen = refill_.size();
     while (unfrozen > 0 && !heap_links_.empty()) {
       const LinkEntry e = heap_links_.top();
       heap_links_.pop();
-      if (count_[e.link] == 0) continue;
+      if (count_[e.link] == 0 || e.level != queued_[e.link]) continue;  // full, or queued again lower
+      queued_[e.link] = kInf;
       const double now =
           slope_[e.link] > 0 ? std::max(level, (p.capacity[e.link] - used_[e.link]) / slope_[e.link]) : level;
       if (now > e.level * (1 + 1e-12)) {
-        heap_links_.push({now, e.link});
+        queue(e.link, now);
+        const uint32_t slot = link_slot_[e.link];
+        for (uint32_t k = priv_off_[slot]; k < priv_off_[slot + 1]; ++k) {
+          if (agg_stamp_[priv_aggs_[k]] == stamp_) track(priv_aggs_[k]);
+        }
         continue;
       }
       level = std::max(level, now);
@@ -743,6 +795,7 @@ class IncrementalEvents {
   std::vector<uint32_t> link_stamp_, class_stamp_, agg_stamp_;
   std::vector<uint32_t> links_, classes_, touched_classes_;
   std::vector<double> slope_, used_;
+  std::vector<double> queued_;  // per touched link: its least key in heap_links_ (kInf: none)
   std::vector<uint32_t> count_;
   std::vector<double> class_sum_, class_old_, class_dsum_;
   std::vector<uint32_t> class_n_, class_dn_;
