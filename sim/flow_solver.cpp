@@ -500,9 +500,8 @@ class IncrementalEvents {
   void SortByRate(std::vector<uint32_t>& v) {
     keyed_.resize(v.size());
     for (size_t k = 0; k < v.size(); ++k) keyed_[k] = {rate_[v[k]], v[k]};
-    std::sort(keyed_.begin(), keyed_.end(), [](const Keyed& x, const Keyed& y) {
-      return x.rate != y.rate ? x.rate < y.rate : x.agg < y.agg;
-    });
+    std::sort(keyed_.begin(), keyed_.end(),
+              [](const Keyed& x, const Keyed& y) { return x.rate != y.rate ? x.rate < y.rate : x.agg < y.agg; });
     for (size_t k = 0; k < v.size(); ++k) v[k] = keyed_[k].agg;
   }
   struct Keyed {
