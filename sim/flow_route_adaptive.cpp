@@ -278,7 +278,7 @@ Status FlowSimulator::State::Adapt(const Scenario* base, Scenario& sc, const Tas
   for (size_t a = 0; a < na; ++a) {
     if (!(p.bits[a] > 0) || !std::isfinite(spray.rate0_bps[a])) continue;
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      offered[p.terms[k].cls] += p.weight[a] * p.terms[k].scale * spray.rate0_bps[a];
+      offered[p.terms[k]] += p.weight[a] * p.term_scale(k) * spray.rate0_bps[a];
     }
   }
   std::vector<uint8_t> full(nl, 0);
@@ -350,7 +350,7 @@ Status FlowSimulator::State::Adapt(const Scenario* base, Scenario& sc, const Tas
       const uint32_t j = workload.demands[a].job;
       if (sc.demand_changed[a] || sc.job_connected[j] != base->job_connected[j]) continue;
       bool same = true;
-      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1] && same; ++k) same = class_same[p.terms[k].cls];
+      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1] && same; ++k) same = class_same[p.terms[k]];
       if (same) previous[a] = static_cast<uint32_t>(a);
     }
     hint = {&base->solution, &previous};

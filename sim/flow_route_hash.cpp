@@ -217,10 +217,11 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       // (AddAggregate, written out: no temporary lists, millions of times.)
       p.weight.push_back(static_cast<double>(e - k));
       p.bits.push_back(units::BitsFromBytes(d.bytes));
-      p.private_links.push_back({pk.front(), 1.0});
-      p.private_links.push_back({pk.back(), 1.0});
+      // Every share and scale is 1: ids only (FluidProblem).
+      p.private_links.push_back(pk.front());
+      p.private_links.push_back(pk.back());
       p.private_offsets.push_back(static_cast<uint32_t>(p.private_links.size()));
-      for (size_t h = 1; h + 1 < pk.size(); ++h) p.terms.push_back({LinkClass(pk[h]), 1.0});
+      for (size_t h = 1; h + 1 < pk.size(); ++h) p.terms.push_back(LinkClass(pk[h]));
       p.term_offsets.push_back(static_cast<uint32_t>(p.terms.size()));
       sc.agg_demand.push_back(static_cast<uint32_t>(i));
       sc.demand_hops[i] = std::max<uint16_t>(sc.demand_hops[i], static_cast<uint16_t>(pk.size()));

@@ -123,29 +123,19 @@ void FlowSimulator::State::RouteSpray(const model::DrainMask& mask, const RunFro
   p.weight.reserve(nd);
   p.bits.reserve(nd);
   sc.agg_demand.resize(nd);
-  bool all_live = true;
-  for (size_t i = 0; i < nd; ++i) all_live = all_live && sc.job_connected[demands[i].job] != 0;
-  if (all_live) {  // the lists as built: no copy
-    p.private_links = std::move(priv);
-    p.terms = std::move(terms);
-    p.private_offsets = std::move(priv_off);
-    p.term_offsets = std::move(term_off);
-  } else {
-    p.private_links.reserve(priv.size());
-    p.terms.reserve(terms.size());
-    p.private_offsets.reserve(nd + 1);
-    p.term_offsets.reserve(nd + 1);
-  }
+  p.private_links.reserve(priv.size());
+  p.terms.reserve(terms.size());
+  p.private_offsets.reserve(nd + 1);
+  p.term_offsets.reserve(nd + 1);
   for (size_t i = 0; i < nd; ++i) {
     const FlowDemand& d = demands[i];
     const bool live = sc.job_connected[d.job] != 0;
     sc.agg_demand[i] = static_cast<uint32_t>(i);
     p.weight.push_back(d.multiplicity);
     p.bits.push_back(live ? units::BitsFromBytes(d.bytes) : 0.0);
-    if (all_live) continue;
     if (live) {
-      p.private_links.insert(p.private_links.end(), priv.begin() + priv_off[i], priv.begin() + priv_off[i + 1]);
-      p.terms.insert(p.terms.end(), terms.begin() + term_off[i], terms.begin() + term_off[i + 1]);
+      for (uint32_t k = priv_off[i]; k < priv_off[i + 1]; ++k) p.AddPrivate(priv[k].link, priv[k].share);
+      for (uint32_t k = term_off[i]; k < term_off[i + 1]; ++k) p.AddTerm(terms[k].cls, terms[k].scale);
     } else {
       sc.demand_hops[i] = 0;
     }

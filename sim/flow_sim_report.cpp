@@ -223,10 +223,10 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
       for (uint32_t a = job_aggs_off[j]; a < job_aggs_off[j + 1]; ++a) {
         if (!(p.bits[a] > 0)) continue;
         for (uint32_t i = p.private_offsets[a]; i < p.private_offsets[a + 1]; ++i) {
-          if (slot[p.private_links[i].link] != UINT32_MAX) cross(slot[p.private_links[i].link], j);
+          if (slot[p.private_links[i]] != UINT32_MAX) cross(slot[p.private_links[i]], j);
         }
         for (uint32_t i = p.term_offsets[a]; i < p.term_offsets[a + 1]; ++i) {
-          for (uint32_t s : class_slots[p.terms[i].cls]) cross(s, j);
+          for (uint32_t s : class_slots[p.terms[i]]) cross(s, j);
         }
       }
     }

@@ -19,8 +19,10 @@ void FluidProblem::Clear() {
   bits.clear();
   private_offsets.assign(1, 0);
   private_links.clear();
+  private_shares.clear();
   term_offsets.assign(1, 0);
   terms.clear();
+  term_scales.clear();
   outside_side0.clear();
   outside_side1.clear();
 }
@@ -41,9 +43,9 @@ uint32_t FluidProblem::AddAggregate(double w, double b, const std::vector<LinkSh
                                     const std::vector<ClassTerm>& t) {
   weight.push_back(w);
   bits.push_back(b);
-  private_links.insert(private_links.end(), priv.begin(), priv.end());
+  for (const LinkShare& ls : priv) AddPrivate(ls.link, ls.share);
   private_offsets.push_back(static_cast<uint32_t>(private_links.size()));
-  terms.insert(terms.end(), t.begin(), t.end());
+  for (const ClassTerm& ct : t) AddTerm(ct.cls, ct.scale);
   term_offsets.push_back(static_cast<uint32_t>(terms.size()));
   return static_cast<uint32_t>(weight.size() - 1);
 }
@@ -156,12 +158,13 @@ struct LocalProblem {
   std::vector<double> priv_share;
   double PrivShare(uint32_t k) const { return priv_share.empty() ? 1.0 : priv_share[k]; }
   void AddPriv(uint32_t link, double share) {
-    if (share != 1.0 && priv_share.empty()) priv_share.assign(priv.size(), 1.0);  // the first share not 1
-    if (!priv_share.empty() || share != 1.0) priv_share.push_back(share);
+    AppendValue(priv_share, priv.size(), share);
     priv.push_back(link);
   }
   std::vector<uint32_t> term_off{0};
-  std::vector<ClassTerm> terms;  // cls = local id
+  std::vector<uint32_t> terms;  // local class ids; scales likewise apart
+  std::vector<double> term_scales;
+  double term_scale(uint32_t k) const { return term_scales.empty() ? 1.0 : term_scales[k]; }
   std::vector<uint32_t> class_off{0};
   std::vector<LinkShare> class_links;  // link = local id
   // Reverse indices.
@@ -180,6 +183,7 @@ struct LocalProblem {
     priv_share.clear();
     term_off.assign(1, 0);
     terms.clear();
+    term_scales.clear();
     class_off.assign(1, 0);
     class_links.clear();
   }
@@ -214,7 +218,7 @@ struct LocalProblem {
         nl, class_off, nc, [&](uint32_t k) { return class_links[k].link; }, link_classes_off, link_classes,
         [&](uint32_t i, uint32_t k) { link_class_share[i] = class_links[k].share; });
     Reverse(
-        nc, term_off, na, [&](uint32_t k) { return terms[k].cls; }, class_aggs_off, class_aggs, kNoEntry);
+        nc, term_off, na, [&](uint32_t k) { return terms[k]; }, class_aggs_off, class_aggs, kNoEntry);
   }
 };
 
@@ -251,8 +255,8 @@ class WaterFiller {
         ++count_[p.priv[k]];
       }
       for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
-        class_sum_[p.terms[k].cls] += w * p.terms[k].scale;
-        ++class_n_[p.terms[k].cls];
+        class_sum_[p.terms[k]] += w * p.term_scale(k);
+        ++class_n_[p.terms[k]];
       }
       if (p.priv_off[a] == p.priv_off[a + 1] && p.term_off[a] == p.term_off[a + 1]) {
         rate[a] = kInf;  // crosses no link that can saturate
@@ -300,9 +304,9 @@ class WaterFiller {
           --count_[m];
         }
         for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
-          uint32_t c = p.terms[k].cls;
+          uint32_t c = p.terms[k];
           if (class_dn_[c] == 0) touched_classes_.push_back(c);
-          class_dsum_[c] += w * p.terms[k].scale;
+          class_dsum_[c] += w * p.term_scale(k);
           ++class_dn_[c];
         }
       };
@@ -411,7 +415,7 @@ class IncrementalEvents {
       if (!std::isfinite(rate_[i])) continue;
       const double r = rate_[i] * p.weight[i];
       for (uint32_t k = p.priv_off[i]; k < p.priv_off[i + 1]; ++k) usage_[p.priv[k]] += r * p.PrivShare(k);
-      for (uint32_t k = p.term_off[i]; k < p.term_off[i + 1]; ++k) class_rate[p.terms[k].cls] += r * p.terms[k].scale;
+      for (uint32_t k = p.term_off[i]; k < p.term_off[i + 1]; ++k) class_rate[p.terms[k]] += r * p.term_scale(k);
     }
     for (size_t c = 0; c < nc; ++c) {
       if (class_rate[c] == 0) continue;
@@ -611,11 +615,11 @@ class IncrementalEvents {
         }
       }
       for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
-        const uint32_t c = p.terms[k].cls;
+        const uint32_t c = p.terms[k];
         TouchClass(c);
-        class_old_[c] += w * p.terms[k].scale * r;
+        class_old_[c] += w * p.term_scale(k) * r;
         if (refilled) {
-          class_sum_[c] += w * p.terms[k].scale;
+          class_sum_[c] += w * p.term_scale(k);
           ++class_n_[c];
         }
       }
@@ -726,9 +730,9 @@ class IncrementalEvents {
           --count_[m];
         }
         for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
-          const uint32_t c = p.terms[k].cls;
+          const uint32_t c = p.terms[k];
           if (class_dn_[c] == 0) touched_classes_.push_back(c);
-          class_dsum_[c] += w * p.terms[k].scale;
+          class_dsum_[c] += w * p.term_scale(k);
           ++class_dn_[c];
         }
       };
@@ -769,7 +773,7 @@ class IncrementalEvents {
     member_off_.assign(ncl + 1, 0);
     for (uint32_t a : refill_) {
       for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) ++priv_off_[link_slot_[p.priv[k]] + 1];
-      for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) ++member_off_[class_slot_[p.terms[k].cls] + 1];
+      for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) ++member_off_[class_slot_[p.terms[k]] + 1];
     }
     for (uint32_t c : classes_) {
       if (class_n_[c] == 0) continue;
@@ -787,9 +791,8 @@ class IncrementalEvents {
     fill_b_.assign(cls_off_.begin(), cls_off_.end() - 1);
     fill_c_.assign(member_off_.begin(), member_off_.end() - 1);
     for (uint32_t a : refill_) {
-      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k)
-        priv_aggs_[fill_a_[link_slot_[p.priv[k]]]++] = a;
-      for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) members_[fill_c_[class_slot_[p.terms[k].cls]]++] = a;
+      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) priv_aggs_[fill_a_[link_slot_[p.priv[k]]]++] = a;
+      for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) members_[fill_c_[class_slot_[p.terms[k]]]++] = a;
     }
     for (uint32_t c : classes_) {
       if (class_n_[c] == 0) continue;
@@ -831,8 +834,9 @@ class IncrementalEvents {
 
 // An aggregate's cover link on side s: its first private link (the source
 // NIC) for s = 0, its last (the destination NIC) for s = 1.
-const LinkShare& CoverOf(const FluidProblem& p, int s, size_t a) {
-  return s == 0 ? p.private_links[p.private_offsets[a]] : p.private_links[p.private_offsets[a + 1] - 1];
+// Returns its index in private_links.
+uint32_t CoverOf(const FluidProblem& p, int s, size_t a) {
+  return s == 0 ? p.private_offsets[a] : p.private_offsets[a + 1] - 1;
 }
 
 // The aggregates grouped by cover link on side s (a counting sort): link
@@ -842,14 +846,14 @@ void GroupByCover(const FluidProblem& p, int s, std::vector<uint32_t>& off, std:
   const size_t na = p.aggregate_count(), nl = p.capacity_bps.size();
   off.assign(nl + 1, 0);
   for (size_t a = 0; a < na; ++a) {
-    if (p.private_offsets[a] != p.private_offsets[a + 1]) ++off[CoverOf(p, s, a).link + 1];
+    if (p.private_offsets[a] != p.private_offsets[a + 1]) ++off[p.private_links[CoverOf(p, s, a)] + 1];
   }
   for (size_t l = 0; l < nl; ++l) off[l + 1] += off[l];
   AssignHuge(by_cover, off[nl], 0u);
   std::vector<uint32_t> fill(off.begin(), off.end() - 1);
   for (size_t a = 0; a < na; ++a) {
     if (p.private_offsets[a] != p.private_offsets[a + 1])
-      by_cover[fill[CoverOf(p, s, a).link]++] = static_cast<uint32_t>(a);
+      by_cover[fill[p.private_links[CoverOf(p, s, a)]]++] = static_cast<uint32_t>(a);
   }
 }
 
@@ -862,10 +866,10 @@ void AddCoverShare(const FluidProblem& p, int s, uint32_t m, std::span<const uin
                    std::vector<double>& side) {
   reached.clear();
   for (const uint32_t a : aggs) {
-    const double share = CoverOf(p, s, a).share;
+    const double share = p.private_share(CoverOf(p, s, a));
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      const uint32_t c = p.terms[k].cls;
-      const double ratio = p.terms[k].scale / share;
+      const uint32_t c = p.terms[k];
+      const double ratio = p.term_scale(k) / share;
       if (stamp[c] != m) {
         stamp[c] = m;
         best[c] = ratio;
@@ -888,7 +892,7 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
   std::vector<uint8_t> unbounded(nc, 0);
   for (size_t a = 0; a < na; ++a) {
     if (p.private_offsets[a] != p.private_offsets[a + 1]) continue;
-    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) unbounded[p.terms[k].cls] = 1;
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) unbounded[p.terms[k]] = 1;
   }
   // Per side: the aggregates grouped by cover link, then for each cover
   // link in ascending order the classes its aggregates reach with their
@@ -921,7 +925,7 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
 std::vector<uint8_t> TightLinks(const FluidProblem& p, size_t* redundant) {
   const size_t nc = p.class_count(), nl = p.capacity_bps.size();
   std::vector<uint8_t> tight(nl, 0);
-  for (const LinkShare& ls : p.private_links) tight[ls.link] = 1;
+  for (const uint32_t l : p.private_links) tight[l] = 1;
   std::vector<double> class_bound = ClassRateBounds(p);
   std::vector<double> link_bound(nl, 0.0);
   for (size_t c = 0; c < nc; ++c) {
@@ -1004,13 +1008,13 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
       const double r = sol.rate0_bps[a] * p.weight[a];
       const bool loaded = r > 0 && std::isfinite(r);
       for (uint32_t i = p.private_offsets[a]; i < p.private_offsets[a + 1]; ++i) {
-        use(p.private_links[i].link);
-        if (loaded) load[p.private_links[i].link] += r * p.private_links[i].share;
+        use(p.private_links[i]);
+        if (loaded) load[p.private_links[i]] += r * p.private_share(i);
       }
       for (uint32_t i = p.term_offsets[a]; i < p.term_offsets[a + 1]; ++i) {
-        const uint32_t l = p.classes[p.terms[i].cls][0].link;
+        const uint32_t l = p.classes[p.terms[i]][0].link;
         use(l);
-        if (loaded) load[l] += r * p.terms[i].scale;
+        if (loaded) load[l] += r * p.term_scale(i);
       }
     }
     for (int s = 0; s < 2; ++s) {
@@ -1094,9 +1098,9 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
   classes_used.clear();
   for (const uint32_t* it = mb; it != me; ++it) {
     const uint32_t a = *it;
-    for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) local_link(p.private_links[k].link);
+    for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) local_link(p.private_links[k]);
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      const uint32_t c = p.terms[k].cls;
+      const uint32_t c = p.terms[k];
       if (class_tight[c] && class_local[c] == UINT32_MAX) {
         class_local[c] = 0;
         classes_used.push_back(c);
@@ -1145,18 +1149,21 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
     lp.aggs.push_back(a);
     lp.weight.push_back(p.weight[a]);
     for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
-      lp.AddPriv(link_local[p.private_links[k].link], p.private_links[k].share);
+      lp.AddPriv(link_local[p.private_links[k]], p.private_share(k));
     }
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      const uint32_t c = p.terms[k].cls;
+      const uint32_t c = p.terms[k];
       if (class_tight[c] && class_local[c] == kSingle) {
-        lp.AddPriv(class_single[c].link, p.terms[k].scale * class_single[c].share);
+        lp.AddPriv(class_single[c].link, p.term_scale(k) * class_single[c].share);
       }
     }
     lp.priv_off.push_back(static_cast<uint32_t>(lp.priv.size()));
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      const uint32_t c = p.terms[k].cls;
-      if (class_tight[c] && class_local[c] != kSingle) lp.terms.push_back({class_local[c], p.terms[k].scale});
+      const uint32_t c = p.terms[k];
+      if (class_tight[c] && class_local[c] != kSingle) {
+        AppendValue(lp.term_scales, lp.terms.size(), p.term_scale(k));
+        lp.terms.push_back(class_local[c]);
+      }
     }
     lp.term_off.push_back(static_cast<uint32_t>(lp.terms.size()));
   }
@@ -1294,10 +1301,10 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   UnionFind uf(work.parent, na + nc + nl);
   for (uint32_t a = 0; a < na; ++a) {
     for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
-      uf.Union(a, static_cast<uint32_t>(na + nc + p.private_links[k].link));
+      uf.Union(a, static_cast<uint32_t>(na + nc + p.private_links[k]));
     }
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      if (class_tight[p.terms[k].cls]) uf.Union(a, static_cast<uint32_t>(na + p.terms[k].cls));
+      if (class_tight[p.terms[k]]) uf.Union(a, static_cast<uint32_t>(na + p.terms[k]));
     }
   }
   for (uint32_t c = 0; c < nc; ++c) {
@@ -1389,10 +1396,9 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     const double r = sol.rate0_bps[a] * p.weight[a];
     if (!(r > 0) || !std::isfinite(r)) continue;
     for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
-      sol.load0_bps[p.private_links[k].link] += r * p.private_links[k].share;
+      sol.load0_bps[p.private_links[k]] += r * p.private_share(k);
     }
-    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k)
-      class_rate[p.terms[k].cls] += r * p.terms[k].scale;
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) class_rate[p.terms[k]] += r * p.term_scale(k);
   }
   for (size_t c = 0; c < nc; ++c) {
     if (class_rate[c] == 0) continue;

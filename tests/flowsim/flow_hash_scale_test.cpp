@@ -48,9 +48,9 @@ std::vector<double> NaiveFinish(const FluidProblem& p) {
   for (size_t a = 0; a < p.aggregate_count(); ++a) {
     Flow f{a, p.bits[a], {}};
     for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k)
-      f.on[p.private_links[k].link] += p.private_links[k].share;
+      f.on[p.private_links[k]] += p.private_share(k);
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      for (const sim::LinkShare& ls : p.classes[p.terms[k].cls]) f.on[ls.link] += p.terms[k].scale * ls.share;
+      for (const sim::LinkShare& ls : p.classes[p.terms[k]]) f.on[ls.link] += p.term_scale(k) * ls.share;
     }
     for (int w = 0; w < static_cast<int>(p.weight[a]); ++w) flows.push_back(f);
   }
@@ -158,12 +158,12 @@ void CheckPaths(const sim::FlowSimulator::State& st, const sim::Scenario& sc) {
     const sim::FlowDemand& d = st.workload.demands[sc.agg_demand[a]];
     flows[sc.agg_demand[a]] += p.weight[a];
     REQUIRE(p.private_offsets[a + 1] - p.private_offsets[a] == 2);
-    std::vector<uint32_t> path{p.private_links[p.private_offsets[a]].link};
+    std::vector<uint32_t> path{p.private_links[p.private_offsets[a]]};
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      REQUIRE(p.classes[p.terms[k].cls].size() == 1);  // one fabric link per class
-      path.push_back(p.classes[p.terms[k].cls][0].link);
+      REQUIRE(p.classes[p.terms[k]].size() == 1);  // one fabric link per class
+      path.push_back(p.classes[p.terms[k]][0].link);
     }
-    path.push_back(p.private_links[p.private_offsets[a] + 1].link);
+    path.push_back(p.private_links[p.private_offsets[a] + 1]);
     CHECK(tail(path.front()) == d.src);
     CHECK(head(path.back()) == d.dst);
     for (size_t h = 0; h + 1 < path.size(); ++h) CHECK(head(path[h]) == tail(path[h + 1]));

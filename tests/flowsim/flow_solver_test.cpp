@@ -89,10 +89,10 @@ std::vector<double> NaiveFinish(const FluidProblem& p) {
   for (size_t a = 0; a < p.aggregate_count(); ++a) {
     Flow f{a, p.bits[a], {}};
     for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
-      f.share[p.private_links[k].link] += p.private_links[k].share;
+      f.share[p.private_links[k]] += p.private_share(k);
     }
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      for (const LinkShare& ls : p.classes[p.terms[k].cls]) f.share[ls.link] += p.terms[k].scale * ls.share;
+      for (const LinkShare& ls : p.classes[p.terms[k]]) f.share[ls.link] += p.term_scale(k) * ls.share;
     }
     for (int w = 0; w < static_cast<int>(p.weight[a]); ++w) flows.push_back(f);
   }
