@@ -24,54 +24,22 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   sc.demand_seed_free.assign(nd, 0);
   sc.job_connected.assign(snapshot->jobs->size(), 1);
 
-  // Candidate next hops of `node` in a class's DAG (links sorted by from):
-  // per class, its distinct `from` nodes, where their links start, and of
-  // each link only what a walk reads (8 B instead of a ClassLink's 32: a
-  // hop's pick was the walk's cache miss, the 32k MoE tables being 138 MB),
-  // made on first use, so a hop searches a few hundred nodes, not
-  // thousands of links. Same links in the same order: same picks.
-  struct Hop {
-    uint32_t to, directed;
-  };
-  struct NodeIndex {
-    std::vector<uint32_t> nodes, begin;  // begin: one more than nodes; empty until made
-    std::vector<Hop> hops;
-  };
-  std::vector<NodeIndex> own_index(sc.table.classes.size());
-  std::vector<NodeIndex> base_index(resilient ? base->table.classes.size() : 0);
-  auto out_links = [](const RouteTable& table, std::vector<NodeIndex>& cache, const RouteTable::Class& c,
-                      uint32_t node) {
-    NodeIndex& ni = cache[static_cast<size_t>(&c - table.classes.data())];
-    if (ni.begin.empty()) {
-      auto all = table.LinksOf(c);
-      ni.hops.reserve(all.size());
-      for (uint32_t k = 0; k < all.size(); ++k) {
-        if (k == 0 || all[k].from != all[k - 1].from) {
-          ni.nodes.push_back(all[k].from);
-          ni.begin.push_back(k);
-        }
-        ni.hops.push_back({all[k].to, all[k].directed});
-      }
-      ni.begin.push_back(static_cast<uint32_t>(all.size()));
-    }
-    auto it = std::lower_bound(ni.nodes.begin(), ni.nodes.end(), node);
-    if (it == ni.nodes.end() || *it != node) return std::span<const Hop>();
-    const size_t k = static_cast<size_t>(it - ni.nodes.begin());
-    return std::span<const Hop>(ni.hops.data() + ni.begin[k], ni.begin[k + 1] - ni.begin[k]);
-  };
-  // Per-hop hashing along a class DAG from `from` to `to`. Resilient: keep
-  // the baseline choice at a hop while it is still a next hop.
+  // Per-hop hashing along a class DAG from `from` to `to` (its walk index,
+  // made once per table: flow_routes.h). Resilient: keep the baseline
+  // choice at a hop while it is still a next hop.
+  using Hop = WalkIndex::Hop;
   auto walk = [&](const RouteTable::Class& c, const RouteTable::Class* bc, uint32_t from, uint32_t to,
                   uint64_t flow_hash, std::vector<uint32_t>& path) {
+    if (c.walk == nullptr) return;
     uint32_t node = from;
     for (int guard = 0; node != to && guard < 64; ++guard) {
-      auto cand = out_links(sc.table, own_index, c, node);
+      auto cand = c.walk->OutOf(node);
       if (cand.empty()) break;
       const uint64_t h = Mix(flow_hash ^ (static_cast<uint64_t>(node) * 0x9E3779B97F4A7C15ull));
       const Hop* pick = &cand[h % cand.size()];
-      // A route the drain left alone is the baseline's (same span): same pick.
-      if (resilient && bc != nullptr && bc->links.data() != c.links.data()) {
-        auto bcand = out_links(base->table, base_index, *bc, node);
+      // A route the drain left alone is the baseline's (same index): same pick.
+      if (resilient && bc != nullptr && bc->walk != nullptr && bc->walk != c.walk) {
+        auto bcand = bc->walk->OutOf(node);
         if (!bcand.empty()) {
           const Hop& was = bcand[h % bcand.size()];
           auto it = std::find_if(cand.begin(), cand.end(), [&](const Hop& l) { return l.directed == was.directed; });

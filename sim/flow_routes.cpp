@@ -20,7 +20,24 @@ void UsableNics(const model::Topology& topo, const model::DrainMask& mask, uint3
   }
 }
 
+std::span<const WalkIndex::Hop> WalkIndex::OutOf(uint32_t node) const {
+  auto it = std::lower_bound(nodes.begin(), nodes.end(), node);
+  if (it == nodes.end() || *it != node) return {};
+  const size_t k = static_cast<size_t>(it - nodes.begin());
+  return std::span<const Hop>(hops.data() + begin[k], begin[k + 1] - begin[k]);
+}
+
 bool ClassTouchesDrain(const model::Topology& topo, const RouteTable::Class& c, const model::DrainMask& mask) {
+  if (c.walk != nullptr) {
+    const WalkIndex& w = *c.walk;
+    for (size_t k = 0; k < w.nodes.size(); ++k) {
+      if (mask.node_down(NodeId(w.nodes[k]))) return true;
+      for (uint32_t h = w.begin[k]; h < w.begin[k + 1]; ++h) {
+        if (mask.link_down(LinkOfDirected(w.hops[h].directed)) || mask.node_down(NodeId(w.hops[h].to))) return true;
+      }
+    }
+    return false;
+  }
   for (const ClassLink& l : c.links) {
     if (mask.link_down(LinkOfDirected(l.directed)) || mask.node_down(NodeId(l.from)) || mask.node_down(NodeId(l.to))) {
       return true;
@@ -49,6 +66,7 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
         c.hops = b->hops;
         c.links = b->links;
         c.shares = b->shares;
+        c.walk = b->walk;
         continue;
       }
     }
@@ -75,7 +93,12 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
   // routed at once (a deque does not move its elements as it grows).
   std::vector<std::vector<LinkShare>*> shares_of(todo.size());
   std::vector<std::vector<ClassLink>*> links_of(todo.size());
+  std::vector<WalkIndex*> walk_of(todo.size());
   for (size_t k = 0; k < todo.size(); ++k) {
+    if (sort_by_from) {
+      walk_of[k] = &table.own_walks.emplace_back();
+      continue;
+    }
     shares_of[k] = &table.own_shares.emplace_back();
     if (keep_links) links_of[k] = &table.own_links.emplace_back();
   }
@@ -83,6 +106,7 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
   auto route_range = [&](size_t kb, size_t ke) {
     PathTree tree, own_tree;
     RouteWorkspace ws;
+    std::vector<ClassLink> sorted;  // hash modes: a class's links by (from, directed)
     // The BFS of a destination's tree stops once the switches of all its
     // sources are reached: a same-pod leaf pair costs a pod, not the fabric.
     std::vector<uint32_t> targets;
@@ -112,29 +136,44 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
       if (!r.connected) continue;
       const bool nic_class = (c.key & kExplicitKey) == 0;
       c.hops = static_cast<uint16_t>(nic_class ? r.hops - 2 : r.hops);
-      // Sized once: a cross-pod class has thousands of links, and growing
-      // by doubling copied (and page-faulted) a fifth of a 32k-moe run.
-      // Hash modes (sort_by_from) walk the links and read no shares (69 MB
-      // per table on 32k-moe); spray and spray-path read only the shares.
-      auto& shares = *shares_of[k];
-      if (!sort_by_from) shares.reserve(ws.links().size());
       auto in_fabric = [&](const DagLink& l) {
         return !nic_class || (!index.is_host(NodeId(l.from)) && !index.is_host(NodeId(l.to)));
       };
+      if (sort_by_from) {  // hash modes: the walk index only
+        sorted.clear();
+        for (const DagLink& l : ws.links()) {
+          if (in_fabric(l)) sorted.push_back({l.from, l.to, l.directed, 0, 0});
+        }
+        std::sort(sorted.begin(), sorted.end(), [](const ClassLink& x, const ClassLink& y) {
+          return x.from != y.from ? x.from < y.from : x.directed < y.directed;
+        });
+        WalkIndex& w = *walk_of[k];
+        w.hops.reserve(sorted.size());
+        for (uint32_t j = 0; j < sorted.size(); ++j) {
+          if (j == 0 || sorted[j].from != sorted[j - 1].from) {
+            w.nodes.push_back(sorted[j].from);
+            w.begin.push_back(j);
+          }
+          w.hops.push_back({sorted[j].to, sorted[j].directed});
+        }
+        w.begin.push_back(static_cast<uint32_t>(sorted.size()));
+        c.walk = &w;
+        continue;
+      }
+      // Sized once: a cross-pod class has thousands of links, and growing
+      // by doubling copied (and page-faulted) a fifth of a 32k-moe run.
+      // Spray and spray-path read only the shares; adaptive the links too.
+      auto& shares = *shares_of[k];
+      shares.reserve(ws.links().size());
       if (keep_links) {
         auto& links = *links_of[k];
         links.reserve(ws.links().size());
         for (const DagLink& l : ws.links()) {
           if (in_fabric(l)) links.push_back({l.from, l.to, l.directed, l.hop_share, l.path_share});
         }
-        if (sort_by_from) {
-          std::sort(links.begin(), links.end(), [](const ClassLink& x, const ClassLink& y) {
-            return x.from != y.from ? x.from < y.from : x.directed < y.directed;
-          });
-        }
         for (const ClassLink& l : links) {
           const double share = per_path ? l.path_share : l.hop_share;
-          if (!sort_by_from && share > 0) shares.push_back({l.directed, share});
+          if (share > 0) shares.push_back({l.directed, share});
         }
         c.links = links;
       } else {

@@ -63,6 +63,21 @@ struct ClassLink {
   double path_share;
 };
 
+// A class's DAG as the hash modes walk it: its distinct `from` nodes,
+// ascending, where each one's links start, and of each link only the node
+// it leads to and its directed id, in (from, directed) order. 8 B per link
+// instead of a ClassLink's 32 (the 32k MoE tables: 4.3 M links), made once
+// per table and read by every seed's walks.
+struct WalkIndex {
+  struct Hop {
+    uint32_t to, directed;
+  };
+  std::vector<uint32_t> nodes, begin;  // begin: one more than nodes
+  std::vector<Hop> hops;
+  // The links out of `node`; empty when it is not in the DAG.
+  std::span<const Hop> OutOf(uint32_t node) const;
+};
+
 // Routes between switch pairs (NIC-to-NIC flows: the fabric between the two
 // NICs' switches, shared by every host behind them) and between host pairs
 // (explicit flows, NIC links included), under one mask. A drained table
@@ -77,15 +92,17 @@ struct RouteTable {
     bool connected = false;
     bool clean = false;  // the baseline's route, unchanged by the drain
     uint16_t hops = 0;   // switch pair: links between the two switches; host pair: whole path
-    // The DAG's links: kept for hash (sorted by (from, directed)) and
-    // adaptive; empty in spray and spray-path, whose shares list every link
-    // of the DAG (each is on a shortest path, so its share is > 0).
+    // The DAG's links: kept for adaptive; empty in spray and spray-path,
+    // whose shares list every link of the DAG (each is on a shortest path,
+    // so its share is > 0), and in the hash modes, which keep `walk`.
     std::span<const ClassLink> links;
+    const WalkIndex* walk = nullptr;    // hash modes (owned by this table or the one borrowed from)
     std::span<const LinkShare> shares;  // the routing mode's share of each link (> 0 only); empty in hash modes
   };
   std::vector<Class> classes;
   std::deque<std::vector<ClassLink>> own_links;
   std::deque<std::vector<LinkShare>> own_shares;
+  std::deque<WalkIndex> own_walks;
   std::unordered_map<uint64_t, uint32_t> by_key;
 
   static uint64_t SwitchKey(uint32_t a, uint32_t b) { return (static_cast<uint64_t>(a) << 31) | b; }
@@ -108,7 +125,6 @@ struct RouteTable {
     auto it = by_key.find(key);
     return it == by_key.end() ? nullptr : &classes[it->second];
   }
-  std::span<const ClassLink> LinksOf(const Class& c) const { return c.links; }
 };
 
 // True when a route of `c` crosses an element `mask` takes down.
@@ -121,7 +137,7 @@ bool ClassTouchesDrain(const model::Topology& topo, const RouteTable::Class& c, 
 // routes are borrowed as they are, clean or not. Without `keep_links` only
 // the shares are stored (spray, spray-path: 4.3 M class links on 32k-moe,
 // 138 MB that nothing but the drain check reads). With `sort_by_from` (hash
-// modes) links are sorted by (from, directed) and no shares are stored.
+// modes) only the walk index is stored (no links, no shares).
 // With a `runner`, destinations are routed at once.
 void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, const RouteTable* baseline, bool same_mask,
                     bool per_path, bool sort_by_from, RouteTable& table, bool keep_links = true,

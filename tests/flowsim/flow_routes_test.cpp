@@ -133,11 +133,22 @@ TEST_CASE("route classes: routing through a runner changes nothing") {
         CHECK(x.links[k].hop_share == y.links[k].hop_share);
         CHECK(x.links[k].path_share == y.links[k].path_share);
       }
+      REQUIRE((x.walk == nullptr) == (y.walk == nullptr));
+      if (x.walk != nullptr) {
+        CHECK(x.walk->nodes == y.walk->nodes);
+        CHECK(x.walk->begin == y.walk->begin);
+        REQUIRE(x.walk->hops.size() == y.walk->hops.size());
+        for (size_t k = 0; k < x.walk->hops.size(); ++k) {
+          CHECK(x.walk->hops[k].to == y.walk->hops[k].to);
+          CHECK(x.walk->hops[k].directed == y.walk->hops[k].directed);
+        }
+        links += x.walk->hops.size();
+      }
       links += x.links.size() + x.shares.size();
     }
     CHECK(links > 0);
   };
-  for (int layout = 0; layout < 3; ++layout) {  // spray (shares), adaptive (links and shares), hash (sorted links)
+  for (int layout = 0; layout < 3; ++layout) {  // spray (shares), adaptive (links and shares), hash (walk index)
     CAPTURE(layout);
     const bool keep = layout > 0, sorted = layout == 2;
     const RouteTable one = LeafPairs(index, false, keep, {}, nullptr, sorted);
