@@ -150,10 +150,9 @@ struct LocalProblem {
   std::vector<double> weight;    // per local agg
   std::vector<uint32_t> priv_off{0};
   // Private links (local ids) and their shares, apart: the shares stay
-  // empty while every one is 1 (always, in the hash modes), so that a
-  // private link costs 4 B instead of 16 (a 3.6 M-aggregate component of
-  // the 32k MoE hash case holds ~18 M of them) and x 1 leaves every sum's
-  // bits as they were.
+  // empty while every one is 1 (always, in the hash modes, where most
+  // class terms flatten into private links), so that a private link costs
+  // 4 B instead of 16, and x 1 leaves every sum's bits as they were.
   std::vector<uint32_t> priv;
   std::vector<double> priv_share;
   double PrivShare(uint32_t k) const { return priv_share.empty() ? 1.0 : priv_share[k]; }

@@ -83,7 +83,7 @@ struct FluidProblem {
   // and its class terms [term_offsets[a], term_offsets[a + 1]). Ids and
   // shares (scales) are apart, and the shares empty while every one is 1:
   // always in the hash modes, whose millions of aggregates then take 4 B
-  // per link and per term instead of 16 (32k MoE: ~215 MB less per run).
+  // per link and per term instead of 16 (32k MoE, one seed: peak 1.00 → 0.79 GB).
   std::vector<uint32_t> private_offsets{0};
   std::vector<uint32_t> private_links;  // directed link ids
   std::vector<double> private_shares;   // per private link, or empty: all 1
