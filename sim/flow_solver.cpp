@@ -153,17 +153,22 @@ struct LocalProblem {
   // empty while every one is 1 (always, in the hash modes, where most
   // class terms flatten into private links), so that a private link costs
   // 4 B instead of 16, and x 1 leaves every sum's bits as they were.
+  // (The same layout as FluidProblem's lists.)
   std::vector<uint32_t> priv;
-  std::vector<double> priv_share;
-  double PrivShare(uint32_t k) const { return priv_share.empty() ? 1.0 : priv_share[k]; }
+  std::vector<double> priv_shares;
+  double priv_share(uint32_t k) const { return priv_shares.empty() ? 1.0 : priv_shares[k]; }
   void AddPriv(uint32_t link, double share) {
-    AppendValue(priv_share, priv.size(), share);
+    AppendValue(priv_shares, priv.size(), share);
     priv.push_back(link);
   }
   std::vector<uint32_t> term_off{0};
-  std::vector<uint32_t> terms;  // local class ids; scales likewise apart
+  std::vector<uint32_t> terms;  // local class ids
   std::vector<double> term_scales;
   double term_scale(uint32_t k) const { return term_scales.empty() ? 1.0 : term_scales[k]; }
+  void AddTerm(uint32_t cls, double scale) {
+    AppendValue(term_scales, terms.size(), scale);
+    terms.push_back(cls);
+  }
   std::vector<uint32_t> class_off{0};
   std::vector<LinkShare> class_links;  // link = local id
   // Reverse indices.
@@ -179,7 +184,7 @@ struct LocalProblem {
     weight.clear();
     priv_off.assign(1, 0);
     priv.clear();
-    priv_share.clear();
+    priv_shares.clear();
     term_off.assign(1, 0);
     terms.clear();
     term_scales.clear();
@@ -250,7 +255,7 @@ class WaterFiller {
       if (!active[a]) continue;
       const double w = p.weight[a];
       for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
-        slope_[p.priv[k]] += w * p.PrivShare(k);
+        slope_[p.priv[k]] += w * p.priv_share(k);
         ++count_[p.priv[k]];
       }
       for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
@@ -298,8 +303,8 @@ class WaterFiller {
         const double w = p.weight[a];
         for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
           uint32_t m = p.priv[k];
-          used_[m] += w * p.PrivShare(k) * level;
-          slope_[m] -= w * p.PrivShare(k);
+          used_[m] += w * p.priv_share(k) * level;
+          slope_[m] -= w * p.priv_share(k);
           --count_[m];
         }
         for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
@@ -413,7 +418,7 @@ class IncrementalEvents {
       order_.push_back(i);
       if (!std::isfinite(rate_[i])) continue;
       const double r = rate_[i] * p.weight[i];
-      for (uint32_t k = p.priv_off[i]; k < p.priv_off[i + 1]; ++k) usage_[p.priv[k]] += r * p.PrivShare(k);
+      for (uint32_t k = p.priv_off[i]; k < p.priv_off[i + 1]; ++k) usage_[p.priv[k]] += r * p.priv_share(k);
       for (uint32_t k = p.term_off[i]; k < p.term_off[i + 1]; ++k) class_rate[p.terms[k]] += r * p.term_scale(k);
     }
     for (size_t c = 0; c < nc; ++c) {
@@ -607,9 +612,9 @@ class IncrementalEvents {
       for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
         const uint32_t l = p.priv[k];
         TouchLink(l);
-        used_[l] += w * p.PrivShare(k) * r;
+        used_[l] += w * p.priv_share(k) * r;
         if (refilled) {
-          slope_[l] += w * p.PrivShare(k);
+          slope_[l] += w * p.priv_share(k);
           ++count_[l];
         }
       }
@@ -724,8 +729,8 @@ class IncrementalEvents {
         const double w = p.weight[a];
         for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
           const uint32_t m = p.priv[k];
-          used_[m] += w * p.PrivShare(k) * level;
-          slope_[m] -= w * p.PrivShare(k);
+          used_[m] += w * p.priv_share(k) * level;
+          slope_[m] -= w * p.priv_share(k);
           --count_[m];
         }
         for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
@@ -1159,10 +1164,7 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
     lp.priv_off.push_back(static_cast<uint32_t>(lp.priv.size()));
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
       const uint32_t c = p.terms[k];
-      if (class_tight[c] && class_local[c] != kSingle) {
-        AppendValue(lp.term_scales, lp.terms.size(), p.term_scale(k));
-        lp.terms.push_back(class_local[c]);
-      }
+      if (class_tight[c] && class_local[c] != kSingle) lp.AddTerm(class_local[c], p.term_scale(k));
     }
     lp.term_off.push_back(static_cast<uint32_t>(lp.terms.size()));
   }
