@@ -85,6 +85,7 @@ void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const st
   model::Drain d = DrainOf(*snap->topology, drain);
   sim::FlowReport last;
   double wall = 0;
+  sim::FlowSimulator::BaselineMemory kept;
   if (warm) {
     auto sim = sim::FlowSimulator::Create(snap, o, {}, runner);
     if (sim) benchmark::DoNotOptimize((*sim)->Simulate(d, {}, runner));
@@ -103,9 +104,11 @@ void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const st
     }
     wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     last = std::move(*rep);
+    kept = (*sim)->baseline_memory();
     benchmark::DoNotOptimize(last);
   }
   Report(state, last, wall);
+  state.counters["baseline_MB"] = static_cast<double>(kept.bytes) / 1e6;  // what the simulator keeps between calls
 }
 
 void RunFull(benchmark::State& state, double a2a, const std::string& drain, sim::FlowRouting routing) {

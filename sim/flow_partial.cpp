@@ -134,7 +134,7 @@ void FlowSimulator::State::FinishPartial(const Scenario& base, const Outside& ou
     sc.demand_hops[i] = base.demand_hops[i];
     double& job = sc.outside_job_finish[demands[i].job];
     for (uint32_t a = base.demand_aggs[i]; a < base.demand_aggs[i + 1]; ++a) {
-      const double finish = base.solution.finish_s[a];
+      const double finish = base.solution.finish(a);
       job = std::max(job, finish);
       if (std::isfinite(finish)) sol.makespan_s = std::max(sol.makespan_s, finish);
     }

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "sim/flow_sim_state.h"
+#include "sim/huge_pages.h"
 
 namespace drainwise::sim {
 
@@ -11,6 +12,39 @@ FlowSimulator::FlowSimulator(std::unique_ptr<State> state) : state_(std::move(st
 FlowSimulator::~FlowSimulator() = default;
 const FlowOptions& FlowSimulator::options() const { return state_->options; }
 const model::Snapshot& FlowSimulator::snapshot() const { return *state_->snapshot; }
+
+namespace {
+
+size_t BytesOf(const RouteTable& t) {
+  size_t n = sim::BytesOf(t.classes);
+  for (const auto& v : t.own_links) n += sim::BytesOf(v);
+  for (const auto& v : t.own_shares) n += sim::BytesOf(v);
+  for (const WalkIndex& w : t.own_walks) n += sim::BytesOf(w.nodes) + sim::BytesOf(w.begin) + sim::BytesOf(w.hops);
+  // A node per entry (key, value, next pointer, cached hash) and a bucket array.
+  return n + t.by_key.size() * 32 + t.by_key.bucket_count() * sizeof(void*);
+}
+
+}  // namespace
+
+size_t Scenario::bytes() const {
+  size_t n = BytesOf(table) + solution.bytes() + spray_solution.bytes();
+  n += sim::BytesOf(agg_demand) + sim::BytesOf(demand_aggs) + sim::BytesOf(demand_hops) + sim::BytesOf(demand_changed) +
+       sim::BytesOf(demand_seed_free);
+  n += sim::BytesOf(footprint.offsets) + sim::BytesOf(footprint.entries);
+  n += sim::BytesOf(routed) + sim::BytesOf(routed_components) + sim::BytesOf(outside_job_finish);
+  n += sim::BytesOf(job_connected) + sim::BytesOf(capacity_bps) + sim::BytesOf(adapted);
+  for (const auto& v : adapted_shares) n += sim::BytesOf(v);
+  return n;
+}
+
+FlowSimulator::BaselineMemory FlowSimulator::baseline_memory() const {
+  BaselineMemory m;
+  for (const Scenario& sc : state_->baseline) {
+    m.bytes += sc.bytes();
+    m.aggregates += sc.solution.component.size();
+  }
+  return m;
+}
 
 Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::SnapshotPtr snapshot, FlowOptions options,
                                                                    std::stop_token stop, const TaskRunner& runner) {
@@ -55,8 +89,9 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
       sc.demand_aggs.assign(nd + 1, 0);
       for (uint32_t d : sc.agg_demand) ++sc.demand_aggs[d + 1];
       for (size_t i = 0; i < nd; ++i) sc.demand_aggs[i + 1] += sc.demand_aggs[i];
-      sc.agg_demand = {};
-      if (k > 0) sc.solution.bottleneck0 = {};
+      Free(sc.agg_demand);
+      if (k > 0) Free(sc.solution.bottleneck0);
+      sc.solution.Pack();
     }
     st->baseline[k] = std::move(sc);
   };

@@ -231,6 +231,15 @@ class FlowSimulator {
   const FlowOptions& options() const;
   const model::Snapshot& snapshot() const;
 
+  // What the cached baselines hold between calls: bytes (the capacities of
+  // their arrays: routes, solutions, per-demand arrays) and aggregates,
+  // summed over the seeds.
+  struct BaselineMemory {
+    size_t bytes = 0;
+    size_t aggregates = 0;
+  };
+  BaselineMemory baseline_memory() const;
+
   struct State;  // implementation
 
  private:

@@ -63,6 +63,9 @@ struct Scenario {
   FluidSolution spray_solution;
   bool any_adapted = false;
   const FluidSolution& SpraySolution() const { return any_adapted ? spray_solution : solution; }
+  // Bytes held by the arrays of everything but `problem` (the cached
+  // baselines have none); a route table's borrowed routes are its owner's.
+  size_t bytes() const;
 };
 
 // Per job of one scenario: when its last flow finishes and its step latency.
@@ -93,8 +96,9 @@ struct FlowSimulator::State {
   // One per seed (spray modes: one). Once summarised, a baseline keeps only
   // what drained runs take from it: routes, the per-demand flags and the
   // solution; its FluidProblem is freed (ReuseMap needs no aggregate). Hash
-  // modes keep per-demand aggregate ranges instead of agg_demand, and seeds
-  // after the first no bottleneck0 (the report reads the first seed's only).
+  // modes keep per-demand aggregate ranges instead of agg_demand, finish
+  // times and t = 0 rates packed (FluidSolution::Pack), and seeds after the
+  // first no bottleneck0 (the report reads the first seed's only).
   std::vector<Scenario> baseline;
   std::vector<SeedOutcome> baseline_outcomes;  // one per seed
 

@@ -1,6 +1,7 @@
 #include "sim/flow_solver.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <deque>
 #include <mutex>
@@ -48,6 +49,79 @@ uint32_t FluidProblem::AddAggregate(double w, double b, const std::vector<LinkSh
   for (const ClassTerm& ct : t) AddTerm(ct.cls, ct.scale);
   term_offsets.push_back(static_cast<uint32_t>(terms.size()));
   return static_cast<uint32_t>(weight.size() - 1);
+}
+
+PackedDoubles::PackedDoubles(std::span<const double> values) : size_(values.size()) {
+  // Codes by bit pattern (lossless for every double, NaN and -0 included),
+  // through an open-addressing table kept at most half full; a run of equal
+  // entries (one component's) looks up once.
+  const size_t n = values.size();
+  std::vector<uint32_t> code(n);
+  std::vector<uint64_t> keys;
+  std::vector<uint32_t> slots(64, UINT32_MAX);
+  auto bits_of = [](double v) { return std::bit_cast<uint64_t>(v); };
+  auto slot_of = [&](uint64_t k) {
+    size_t s = static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & (slots.size() - 1);
+    while (slots[s] != UINT32_MAX && keys[slots[s]] != k) s = (s + 1) & (slots.size() - 1);
+    return s;
+  };
+  bool raw = n <= 1;
+  for (size_t i = 0; i < n && !raw; ++i) {
+    const uint64_t k = bits_of(values[i]);
+    if (i > 0 && k == bits_of(values[i - 1])) {
+      code[i] = code[i - 1];
+      continue;
+    }
+    size_t s = slot_of(k);
+    if (slots[s] == UINT32_MAX) {
+      // Half the entries distinct: even 4 B codes would not beat the raw column.
+      raw = 2 * (keys.size() + 1) >= n;
+      if (raw) break;
+      slots[s] = static_cast<uint32_t>(keys.size());
+      keys.push_back(k);
+      if (2 * keys.size() > slots.size()) {
+        slots.assign(2 * slots.size(), UINT32_MAX);
+        for (uint32_t c = 0; c < keys.size(); ++c) slots[slot_of(keys[c])] = c;
+        s = slot_of(k);
+      }
+    }
+    code[i] = slots[s];
+  }
+  const unsigned width = keys.size() <= 0x100 ? 1 : keys.size() <= 0x10000 ? 2 : 4;
+  if (raw || keys.size() * sizeof(double) + n * width >= n * sizeof(double)) {
+    values_.assign(values.begin(), values.end());
+    return;
+  }
+  width_ = width;
+  values_.resize(keys.size());
+  for (size_t c = 0; c < keys.size(); ++c) values_[c] = std::bit_cast<double>(keys[c]);
+  codes_.resize(n * width_);
+  for (size_t i = 0; i < n; ++i) {
+    switch (width_) {
+      case 1:
+        codes_[i] = static_cast<uint8_t>(code[i]);
+        break;
+      case 2: {
+        const auto c = static_cast<uint16_t>(code[i]);
+        std::memcpy(codes_.data() + 2 * i, &c, 2);
+        break;
+      }
+      default:
+        std::memcpy(codes_.data() + 4 * i, &code[i], 4);
+    }
+  }
+}
+
+size_t FluidSolution::bytes() const {
+  return BytesOf(finish_s) + BytesOf(rate0_bps) + BytesOf(bottleneck0) + BytesOf(load0_bps) + BytesOf(component) +
+         BytesOf(component_size) + packed_finish_s.bytes() + packed_rate0_bps.bytes();
+}
+
+void FluidSolution::Pack() {
+  packed_finish_s = PackedDoubles(finish_s);
+  packed_rate0_bps = PackedDoubles(rate0_bps);
+  Free(finish_s);
+  Free(rate0_bps);
 }
 
 namespace {
@@ -1354,8 +1428,8 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
       }
       if (same) {
         for (const uint32_t* it = mb; it != me; ++it) {
-          sol.finish_s[*it] = prev.finish_s[idx[*it]];
-          sol.rate0_bps[*it] = prev.rate0_bps[idx[*it]];
+          sol.finish_s[*it] = prev.finish(idx[*it]);
+          sol.rate0_bps[*it] = prev.rate0(idx[*it]);
           sol.bottleneck0[*it] = prev.bottleneck0.empty() ? kNoLink : prev.bottleneck0[idx[*it]];
         }
         ++sol.components_reused;

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -119,6 +120,49 @@ struct FluidProblem {
                         const std::vector<ClassTerm>& terms);
 };
 
+// A column of doubles kept losslessly in fewer bytes: each entry is the
+// index of its bit pattern among the column's distinct ones (in order of
+// first appearance), 1, 2 or 4 B wide as the count of distinct values needs;
+// raw when that would not be smaller. A solved problem's finish times are
+// its completion batches' times and its t = 0 rates its fill levels, so
+// they take far fewer distinct values than there are aggregates.
+class PackedDoubles {
+ public:
+  PackedDoubles() = default;
+  explicit PackedDoubles(std::span<const double> values);
+
+  size_t size() const { return size_; }
+  double operator[](size_t i) const {
+    switch (width_) {
+      case 1:
+        return values_[codes_[i]];
+      case 2:
+        return values_[Load<uint16_t>(i)];
+      case 4:
+        return values_[Load<uint32_t>(i)];
+      default:
+        return values_[i];
+    }
+  }
+  // Distinct values kept (the raw form: every entry), and bytes per entry.
+  size_t distinct() const { return values_.size(); }
+  unsigned width() const { return width_; }
+  size_t bytes() const { return values_.size() * sizeof(double) + codes_.size(); }
+
+ private:
+  template <class T>
+  T Load(size_t i) const {
+    T v;
+    std::memcpy(&v, codes_.data() + i * sizeof(T), sizeof(T));
+    return v;
+  }
+
+  std::vector<double> values_;  // the distinct values, or every entry when raw
+  std::vector<uint8_t> codes_;  // width_ bytes per entry, native byte order
+  size_t size_ = 0;
+  unsigned width_ = 8;
+};
+
 struct FluidSolution {
   std::vector<double> finish_s;       // per aggregate
   std::vector<double> rate0_bps;      // per aggregate: rate of one flow at t = 0
@@ -134,6 +178,14 @@ struct FluidSolution {
   size_t events = 0;         // completion batches, summed over components
   size_t max_component = 0;  // aggregates in the largest solved component
   double makespan_s = 0;
+
+  // A cached baseline keeps finish_s and rate0_bps packed (Pack empties the
+  // vectors); finish(a) and rate0(a) read either form.
+  PackedDoubles packed_finish_s, packed_rate0_bps;
+  void Pack();
+  size_t bytes() const;  // held by the arrays above (their capacities)
+  double finish(size_t a) const { return finish_s.empty() ? packed_finish_s[a] : finish_s[a]; }
+  double rate0(size_t a) const { return rate0_bps.empty() ? packed_rate0_bps[a] : rate0_bps[a]; }
 };
 
 // Links that can saturate (1) and the others (0), per directed link: every

@@ -1,10 +1,12 @@
-// A hint that a large buffer about to be filled should be backed by huge
-// pages (internal to sim/). The flow solver's arrays run to hundreds of MB
-// per run and are written once, front to back: with 4 KiB pages most of
-// the routing time went to page faults (32k MoE, hash: ~20 % of the CPU
-// time in the kernel). Linux with transparent huge pages in `madvise` mode
-// honours it; elsewhere it does nothing. Only the whole 2 MiB pages inside
-// the buffer are advised; the contents are not touched.
+// Memory of the flow solver's large buffers (internal to sim/).
+//
+// A hint that a buffer about to be filled should be backed by huge pages.
+// The flow solver's arrays run to hundreds of MB per run and are written
+// once, front to back: with 4 KiB pages most of the routing time went to
+// page faults (32k MoE, hash: ~20 % of the CPU time in the kernel). Linux
+// with transparent huge pages in `madvise` mode honours it; elsewhere it
+// does nothing. Only the whole 2 MiB pages inside the buffer are advised;
+// the contents are not touched.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +47,19 @@ void AssignHuge(std::vector<T>& v, size_t n, const U& value) {
     ReserveHuge(v, n);
   }
   v.assign(n, static_cast<T>(value));
+}
+
+// The bytes `v` holds (its capacity, not its size).
+template <class T>
+size_t BytesOf(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+// Empties `v` and gives its memory back. (`v = {}` would not: it assigns an
+// empty initializer list and keeps the capacity.)
+template <class T>
+void Free(std::vector<T>& v) {
+  std::vector<T>().swap(v);
 }
 
 }  // namespace drainwise::sim

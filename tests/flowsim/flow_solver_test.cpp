@@ -15,6 +15,8 @@
 // closer in practice.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <thread>
@@ -416,6 +418,53 @@ TEST_CASE("hash seeds on two threads give the report of seeds run one after anot
     o.routing = routing;
     o.hash_seeds = 5;
     CheckSameOnThreads(c, o, two_threads);
+  }
+}
+
+TEST_CASE("packed columns give back every entry to the bit, in the narrowest width that holds them") {
+  // A cached hash baseline keeps its finish times and t = 0 rates packed
+  // (FluidSolution::Pack); the reuse test above reads them back through the
+  // simulator, this one checks the column itself. Columns of n entries drawn
+  // from k distinct values (in runs, as a component's aggregates come, and
+  // shuffled), with the doubles a solution holds besides ordinary ones:
+  // +inf (never finishes), 0, -0 and a NaN.
+  std::mt19937_64 rng(4242);
+  const std::vector<double> special = {std::numeric_limits<double>::infinity(), 0.0, -0.0,
+                                       std::numeric_limits<double>::quiet_NaN()};
+  auto same_bits = [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; };
+  struct Case {
+    size_t n, k;
+    unsigned width;  // expected
+  };
+  for (Case cs : {Case{0, 0, 8}, Case{1, 1, 8}, Case{1000, 4, 1}, Case{5000, 256, 1}, Case{5000, 257, 2},
+                  Case{200000, 65536, 2}, Case{200000, 65537, 4}, Case{200000, 90000, 4},
+                  // One entry, or half of them distinct: codes and values would
+                  // not be smaller than the raw column.
+                  Case{1000, 700, 8}, Case{1000, 1000, 8}}) {
+    CAPTURE(cs.n);
+    CAPTURE(cs.k);
+    std::vector<double> pool;
+    for (size_t i = 0; i < cs.k; ++i) {
+      pool.push_back(i < special.size() ? special[i] : std::uniform_real_distribution<double>(0, 1e3)(rng));
+    }
+    std::vector<double> column;
+    // Every distinct value at least once, then runs of random length.
+    for (size_t i = 0; i < cs.k && column.size() < cs.n; ++i) column.push_back(pool[i]);
+    while (column.size() < cs.n) {
+      const double v = pool[std::uniform_int_distribution<size_t>(0, cs.k - 1)(rng)];
+      for (int r = std::uniform_int_distribution<int>(1, 5)(rng); r > 0 && column.size() < cs.n; --r) {
+        column.push_back(v);
+      }
+    }
+    std::shuffle(column.begin(), column.begin() + static_cast<std::ptrdiff_t>(column.size() / 2), rng);
+    const sim::PackedDoubles packed(column);
+    REQUIRE(packed.size() == column.size());
+    CHECK(packed.width() == cs.width);
+    if (cs.width < 8) CHECK(packed.distinct() == cs.k);
+    size_t wrong = 0;
+    for (size_t i = 0; i < column.size(); ++i) wrong += !same_bits(packed[i], column[i]);
+    CHECK(wrong == 0);
+    CHECK(packed.bytes() <= column.size() * sizeof(double));
   }
 }
 
