@@ -224,7 +224,8 @@ class FlowSimulator {
   // through it (as in Create); a drained seed's flow
   // problem lives only while its task runs (the first seed's until the
   // report is built). The cached baselines keep each seed's routes and
-  // solution (~30 B per aggregate), not its flow problem.
+  // solution (32k-moe, hash, 8 seeds: ~12 B per aggregate, as
+  // baseline_memory() counts), not its flow problem.
   Result<FlowReport> Simulate(const model::Drain& drain, std::stop_token stop = {},
                               const TaskRunner& runner = {}) const;
 
