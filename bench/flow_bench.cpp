@@ -108,7 +108,11 @@ void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const st
     benchmark::DoNotOptimize(last);
   }
   Report(state, last, wall);
-  state.counters["baseline_MB"] = static_cast<double>(kept.bytes) / 1e6;  // what the simulator keeps between calls
+  // What the simulator keeps between calls, in all and per cached aggregate.
+  state.counters["baseline_MB"] = static_cast<double>(kept.bytes) / 1e6;
+  if (kept.aggregates > 0) {
+    state.counters["baseline_B_per_agg"] = static_cast<double>(kept.bytes) / static_cast<double>(kept.aggregates);
+  }
 }
 
 void RunFull(benchmark::State& state, double a2a, const std::string& drain, sim::FlowRouting routing) {
