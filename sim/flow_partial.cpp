@@ -36,16 +36,18 @@ bool FlowSimulator::State::PartialDemands(const Scenario& base, const std::vecto
                                           Scenario& sc) const {
   const auto& demands = workload.demands;
   const size_t nd = demands.size();
-  const std::vector<uint32_t>& comp = base.solution.component;
+  const FluidSolution& bs = base.solution;  // a cached baseline: component ids packed
+  const size_t na = bs.aggregate_count();
   const size_t ncomp = base.solution.component_size.size();
   std::vector<uint8_t> routed(nd, 0), touched(ncomp, 0);
   std::vector<uint32_t> queue;  // touched components whose demands are not all routed yet
   auto route = [&](size_t i) {
     routed[i] = 1;
     for (uint32_t a = base.demand_aggs[i]; a < base.demand_aggs[i + 1]; ++a) {
-      if (!touched[comp[a]]) {
-        touched[comp[a]] = 1;
-        queue.push_back(comp[a]);
+      const uint32_t c = bs.component_of(a);
+      if (!touched[c]) {
+        touched[c] = 1;
+        queue.push_back(c);
       }
     }
   };
@@ -59,13 +61,14 @@ bool FlowSimulator::State::PartialDemands(const Scenario& base, const std::vecto
   // Every demand with an aggregate in a touched component, until no
   // component joins (a demand's aggregates may lie in several): a search
   // over the components, through the demands of each (one pass).
-  std::vector<uint32_t> comp_off(ncomp + 1, 0), comp_demands(comp.size());
-  for (uint32_t a = 0; a < comp.size(); ++a) ++comp_off[comp[a] + 1];
+  std::vector<uint32_t> comp_off(ncomp + 1, 0), comp_demands(na);
+  for (uint32_t a = 0; a < na; ++a) ++comp_off[bs.component_of(a) + 1];
   for (size_t c = 0; c < ncomp; ++c) comp_off[c + 1] += comp_off[c];
   {
     std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
     for (uint32_t i = 0; i < nd; ++i) {
-      for (uint32_t a = base.demand_aggs[i]; a < base.demand_aggs[i + 1]; ++a) comp_demands[fill[comp[a]]++] = i;
+      for (uint32_t a = base.demand_aggs[i]; a < base.demand_aggs[i + 1]; ++a)
+        comp_demands[fill[bs.component_of(a)]++] = i;
     }
   }
   while (!queue.empty()) {
@@ -80,7 +83,7 @@ bool FlowSimulator::State::PartialDemands(const Scenario& base, const std::vecto
     if (routed[i]) kept += base.demand_aggs[i + 1] - base.demand_aggs[i];
   }
   // Nearly all of the problem: a full run costs no more.
-  if (10 * kept > 9 * comp.size()) return false;
+  if (10 * kept > 9 * na) return false;
   sc.routed = std::move(routed);
   sc.routed_components = std::move(touched);
   return true;

@@ -41,7 +41,7 @@ FlowSimulator::BaselineMemory FlowSimulator::baseline_memory() const {
   BaselineMemory m;
   for (const Scenario& sc : state_->baseline) {
     m.bytes += sc.bytes();
-    m.aggregates += sc.solution.component.size();
+    m.aggregates += sc.solution.aggregate_count();
   }
   return m;
 }

@@ -112,16 +112,38 @@ PackedDoubles::PackedDoubles(std::span<const double> values) : size_(values.size
   }
 }
 
+PackedIds::PackedIds(std::span<const uint32_t> ids) : size_(ids.size()) {
+  const uint32_t top = ids.empty() ? 0 : *std::max_element(ids.begin(), ids.end());
+  width_ = top <= 0xFF ? 1 : top <= 0xFFFF ? 2 : 4;
+  codes_.resize(ids.size() * width_);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    switch (width_) {
+      case 1:
+        codes_[i] = static_cast<uint8_t>(ids[i]);
+        break;
+      case 2: {
+        const auto c = static_cast<uint16_t>(ids[i]);
+        std::memcpy(codes_.data() + 2 * i, &c, 2);
+        break;
+      }
+      default:
+        std::memcpy(codes_.data() + 4 * i, &ids[i], 4);
+    }
+  }
+}
+
 size_t FluidSolution::bytes() const {
   return BytesOf(finish_s) + BytesOf(rate0_bps) + BytesOf(bottleneck0) + BytesOf(load0_bps) + BytesOf(component) +
-         BytesOf(component_size) + packed_finish_s.bytes() + packed_rate0_bps.bytes();
+         BytesOf(component_size) + packed_finish_s.bytes() + packed_rate0_bps.bytes() + packed_component.bytes();
 }
 
 void FluidSolution::Pack() {
   packed_finish_s = PackedDoubles(finish_s);
   packed_rate0_bps = PackedDoubles(rate0_bps);
+  packed_component = PackedIds(component);
   Free(finish_s);
   Free(rate0_bps);
+  Free(component);
 }
 
 namespace {
@@ -477,6 +499,8 @@ class IncrementalEvents {
     AssignHuge(since_, n, 0.0);
     AssignHuge(version_, n, 0);
     order_.clear();
+    // Exact room (push_back's doubling would keep up to twice it, per thread).
+    order_.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       remaining_[i] = bits[p.aggs[i]];
       if (remaining_[i] > 0) active_[i] = 1;
@@ -507,6 +531,7 @@ class IncrementalEvents {
     heap_.clear();
     compact_at_ = 4096;
     initial_.clear();
+    initial_.reserve(order_.size());
     cursor_ = 0;
     for (uint32_t i : order_) {
       version_[i] = 1;
@@ -1044,7 +1069,7 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
   auto covers_of = [&](int s) {
     Covers cv;
     GroupByCover(p, s, cv.agg_off, cv.aggs);
-    auto comp_of = [&](uint32_t l) { return sol.component[cv.aggs[cv.agg_off[l]]]; };
+    auto comp_of = [&](uint32_t l) { return sol.component_of(cv.aggs[cv.agg_off[l]]); };
     cv.comp_off.assign(ncomp + 1, 0);
     for (uint32_t l = 0; l < nl; ++l) {
       if (cv.agg_off[l] != cv.agg_off[l + 1]) ++cv.comp_off[comp_of(l) + 1];
@@ -1064,7 +1089,7 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
   AssignHuge(members, na, 0u);
   {
     std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
-    for (uint32_t a = 0; a < na; ++a) members[fill[sol.component[a]]++] = a;
+    for (uint32_t a = 0; a < na; ++a) members[fill[sol.component_of(a)]++] = a;
   }
   std::vector<double> side[2] = {std::vector<double>(nc, 0.0), std::vector<double>(nc, 0.0)};
   std::vector<double> load(nl, 0.0), best(nc, 0.0);
@@ -1421,10 +1446,10 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
       const FluidSolution& prev = *reuse.previous;
       const auto& idx = *reuse.previous_index;
       bool same = idx[*mb] != kNoLink;
-      const uint32_t pc = same ? prev.component[idx[*mb]] : 0;
+      const uint32_t pc = same ? prev.component_of(idx[*mb]) : 0;
       same = same && prev.component_size[pc] == static_cast<uint32_t>(me - mb);
       for (const uint32_t* it = mb; same && it != me; ++it) {
-        same = idx[*it] != kNoLink && prev.component[idx[*it]] == pc;
+        same = idx[*it] != kNoLink && prev.component_of(idx[*it]) == pc;
       }
       if (same) {
         for (const uint32_t* it = mb; it != me; ++it) {

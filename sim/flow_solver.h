@@ -163,6 +163,39 @@ class PackedDoubles {
   unsigned width_ = 8;
 };
 
+// A column of ids kept in 1, 2 or 4 B each, as its largest id needs: a
+// solved problem's component ids, a few per job, for millions of aggregates.
+class PackedIds {
+ public:
+  PackedIds() = default;
+  explicit PackedIds(std::span<const uint32_t> ids);
+
+  size_t size() const { return size_; }
+  uint32_t operator[](size_t i) const {
+    switch (width_) {
+      case 1:
+        return codes_[i];
+      case 2: {
+        uint16_t v;
+        std::memcpy(&v, codes_.data() + 2 * i, 2);
+        return v;
+      }
+      default: {
+        uint32_t v;
+        std::memcpy(&v, codes_.data() + 4 * i, 4);
+        return v;
+      }
+    }
+  }
+  unsigned width() const { return width_; }
+  size_t bytes() const { return codes_.capacity(); }
+
+ private:
+  std::vector<uint8_t> codes_;  // width_ bytes per entry, native byte order
+  size_t size_ = 0;
+  unsigned width_ = 4;
+};
+
 struct FluidSolution {
   std::vector<double> finish_s;       // per aggregate
   std::vector<double> rate0_bps;      // per aggregate: rate of one flow at t = 0
@@ -179,13 +212,17 @@ struct FluidSolution {
   size_t max_component = 0;  // aggregates in the largest solved component
   double makespan_s = 0;
 
-  // A cached baseline keeps finish_s and rate0_bps packed (Pack empties the
-  // vectors); finish(a) and rate0(a) read either form.
+  // A cached baseline keeps finish_s, rate0_bps and component packed (Pack
+  // empties the vectors); finish(a), rate0(a) and component_of(a) read
+  // either form.
   PackedDoubles packed_finish_s, packed_rate0_bps;
+  PackedIds packed_component;
   void Pack();
   size_t bytes() const;  // held by the arrays above (their capacities)
   double finish(size_t a) const { return finish_s.empty() ? packed_finish_s[a] : finish_s[a]; }
   double rate0(size_t a) const { return rate0_bps.empty() ? packed_rate0_bps[a] : rate0_bps[a]; }
+  uint32_t component_of(size_t a) const { return component.empty() ? packed_component[a] : component[a]; }
+  size_t aggregate_count() const { return component.empty() ? packed_component.size() : component.size(); }
 };
 
 // Links that can saturate (1) and the others (0), per directed link: every

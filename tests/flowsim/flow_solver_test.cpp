@@ -20,6 +20,7 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include <doctest/doctest.h>
 
@@ -422,9 +423,9 @@ TEST_CASE("hash seeds on two threads give the report of seeds run one after anot
 }
 
 TEST_CASE("packed columns give back every entry to the bit, in the narrowest width that holds them") {
-  // A cached hash baseline keeps its finish times and t = 0 rates packed
-  // (FluidSolution::Pack); the reuse test above reads them back through the
-  // simulator, this one checks the column itself. Columns of n entries drawn
+  // A cached hash baseline keeps its finish times, t = 0 rates and component
+  // ids packed (FluidSolution::Pack); the reuse test above reads them back
+  // through the simulator, this one checks the columns. Columns of n entries drawn
   // from k distinct values (in runs, as a component's aggregates come, and
   // shuffled), with the doubles a solution holds besides ordinary ones:
   // +inf (never finishes), 0, -0 and a NaN.
@@ -465,6 +466,28 @@ TEST_CASE("packed columns give back every entry to the bit, in the narrowest wid
     for (size_t i = 0; i < column.size(); ++i) wrong += !same_bits(packed[i], column[i]);
     CHECK(wrong == 0);
     CHECK(packed.bytes() <= column.size() * sizeof(double));
+  }
+  // Component ids: 1, 2 or 4 B each as the largest id needs (255 | 256 and
+  // 65,535 | 65,536 are the boundaries), every id given back.
+  for (auto [n, top, width] : {std::tuple<size_t, uint32_t, unsigned>{0, 0, 1},
+                               {1000, 0, 1},
+                               {1000, 255, 1},
+                               {1000, 256, 2},
+                               {100000, 65535, 2},
+                               {100000, 65536, 4},
+                               {1000, UINT32_MAX, 4}}) {
+    CAPTURE(n);
+    CAPTURE(top);
+    std::vector<uint32_t> ids(n);
+    for (auto& id : ids) id = std::uniform_int_distribution<uint32_t>(0, top)(rng);
+    if (n > 0) ids[n / 2] = top;
+    const sim::PackedIds packed(ids);
+    REQUIRE(packed.size() == n);
+    CHECK(packed.width() == width);
+    CHECK(packed.bytes() >= n * width);
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; ++i) wrong += packed[i] != ids[i];
+    CHECK(wrong == 0);
   }
 }
 
