@@ -23,11 +23,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
+#include "bench/peak_rss.h"
 #include "bench/preset.h"
 #include "fabric/generator.h"
 #include "model/drain.h"
@@ -90,18 +92,26 @@ void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const st
     auto sim = sim::FlowSimulator::Create(snap, o, {}, runner);
     if (sim) benchmark::DoNotOptimize((*sim)->Simulate(d, {}, runner));
   }
+  // Peak resident memory of each phase (the last iteration's), where the
+  // kernel can say: Create's from the resident size when it starts,
+  // Simulate's from the size Create left.
+  std::optional<double> create_peak, simulate_peak;
   for (auto _ : state) {
+    const bool phases = bench::ResetPeakRss();
     auto t0 = std::chrono::steady_clock::now();
     auto sim = sim::FlowSimulator::Create(snap, o, {}, runner);
     if (!sim) {
       state.SkipWithError(sim.error().message.c_str());
       return;
     }
+    if (phases) create_peak = bench::PeakRssMB();
+    const bool simulate_phase = phases && bench::ResetPeakRss();
     auto rep = (*sim)->Simulate(d, {}, runner);
     if (!rep) {
       state.SkipWithError(rep.error().message.c_str());
       return;
     }
+    if (simulate_phase) simulate_peak = bench::PeakRssMB();
     wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     last = std::move(*rep);
     kept = (*sim)->baseline_memory();
@@ -110,6 +120,8 @@ void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const st
   Report(state, last, wall);
   // What the simulator keeps between calls, in all and per cached aggregate.
   state.counters["baseline_MB"] = static_cast<double>(kept.bytes) / 1e6;
+  if (create_peak) state.counters["create_peak_MB"] = *create_peak;
+  if (simulate_peak) state.counters["simulate_peak_MB"] = *simulate_peak;
   if (kept.aggregates > 0) {
     state.counters["baseline_B_per_agg"] = static_cast<double>(kept.bytes) / static_cast<double>(kept.aggregates);
   }
