@@ -15,7 +15,6 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   const Scenario* base = from.previous_paths;
   const bool resilient = options.routing == FlowRouting::kHashResilient && base != nullptr;
   const auto& demands = workload.demands;
-  std::vector<int16_t> src_nics, dst_nics;
   RouteClasses(mask, from, false, true, true, sc.table);
 
   const size_t nd = demands.size();
@@ -65,13 +64,6 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   ReserveHuge(p.private_links, 2 * max_aggs);
   ReserveHuge(p.terms, 4 * max_aggs);
   ReserveHuge(sc.agg_demand, max_aggs);
-  std::vector<uint32_t> flat, off, order;
-  struct PairChoice {
-    int16_t s, t;
-    const RouteTable::Class* c;
-  };
-  std::vector<PairChoice> pairs;
-  std::vector<LinkShare> links;
   // One class per directed fabric link, made when a path first crosses
   // it: a hashed path's fabric part is one term per link, so routing needs
   // no table of distinct paths (millions of them, one lookup per aggregate,
@@ -85,76 +77,123 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
     }
     return link_class[l];
   };
+
+  // What one range of demands routes with: its scratch and where its
+  // aggregates go. The first range writes into the problem itself; the
+  // others into lists of their own (fabric links by id, no class made yet),
+  // appended in order once every range is routed, their links then given
+  // classes in the order of first use: the problem is the one a single
+  // pass over the demands makes, to the bit.
+  struct PairChoice {
+    int16_t s, t;
+    const RouteTable::Class* c;
+  };
+  struct Range {
+    std::vector<int16_t> src_nics, dst_nics;
+    std::vector<uint32_t> flat, off, order;
+    std::vector<PairChoice> pairs;
+    const RouteTable::Class* host_class = nullptr;
+    std::vector<uint32_t> cut_jobs;  // jobs with a demand left without a route
+    // Aggregates of a range after the first: two private links each, and
+    // fabric links [term_end[k - 1], term_end[k]).
+    std::vector<double> weight, bits;
+    std::vector<uint32_t> private_links, links, term_end, agg_demand;
+  };
   // Demand i's route choices: its class (a host-level demand) or its usable
   // (source NIC, destination NIC, class) pairs; false when it has no route.
   // Sets demand_changed[i]: another NIC, or a route the drain touches (an
   // unchanged demand hashes as in the baseline of the same seed).
-  const RouteTable::Class* host_class = nullptr;
-  auto choose = [&](size_t i) {
+  auto choose = [&](size_t i, Range& r) {
     const FlowDemand& d = demands[i];
     if (d.src_nic == kAllNics) {
-      host_class = sc.table.Find(RouteTable::HostKey(d.src, d.dst));
-      const bool ok = host_class != nullptr && host_class->connected;
-      sc.demand_changed[i] = !ok || !host_class->clean;
+      r.host_class = sc.table.Find(RouteTable::HostKey(d.src, d.dst));
+      const bool ok = r.host_class != nullptr && r.host_class->connected;
+      sc.demand_changed[i] = !ok || !r.host_class->clean;
       return ok;
     }
-    UsableNics(topo(), mask, d.src, d.src_nic, src_nics);
-    UsableNics(topo(), mask, d.dst, d.dst_nic, dst_nics);
-    bool changed = src_nics.size() != 1 || src_nics[0] != d.src_nic || dst_nics.size() != 1 || dst_nics[0] != d.dst_nic;
-    pairs.clear();
-    for (int16_t s : src_nics) {
-      for (int16_t t : dst_nics) {
+    UsableNics(topo(), mask, d.src, d.src_nic, r.src_nics);
+    UsableNics(topo(), mask, d.dst, d.dst_nic, r.dst_nics);
+    bool changed =
+        r.src_nics.size() != 1 || r.src_nics[0] != d.src_nic || r.dst_nics.size() != 1 || r.dst_nics[0] != d.dst_nic;
+    r.pairs.clear();
+    for (int16_t s : r.src_nics) {
+      for (int16_t t : r.dst_nics) {
         uint32_t a = NicSwitch(topo(), d.src, s), b = NicSwitch(topo(), d.dst, t);
         const RouteTable::Class* c = a == b ? nullptr : sc.table.Find(RouteTable::SwitchKey(a, b));
         if (a != b && (c == nullptr || !c->connected)) continue;
-        pairs.push_back({s, t, c});
+        r.pairs.push_back({s, t, c});
         changed = changed || (c != nullptr && !c->clean);
       }
     }
-    sc.demand_changed[i] = pairs.empty() || changed;
-    return !pairs.empty();
+    sc.demand_changed[i] = r.pairs.empty() || changed;
+    return !r.pairs.empty();
   };
   // A partial run first decides what to route from every demand's choices.
   if (partial != nullptr) {
+    Range r;
     std::vector<uint8_t> routable(nd, 0);
     for (size_t i = 0; i < nd; ++i) {
-      routable[i] = choose(i);
+      routable[i] = choose(i, r);
       if (!routable[i]) sc.job_connected[demands[i].job] = 0;
     }
     PartialDemands(*partial, routable, sc);
   }
-  for (size_t i = 0; i < nd; ++i) {
-    const FlowDemand& d = demands[i];
-    const bool ok = choose(i);
-    if (!ok) {
-      sc.job_connected[d.job] = 0;
-      continue;
+  // One aggregate: `weight` flows of demand i on a path whose NIC links are
+  // `up` and `down` and whose fabric links are `fabric`.
+  auto add = [&](Range& r, bool first, size_t i, double weight, double bits, uint32_t up, uint32_t down,
+                 std::span<const uint32_t> fabric) {
+    if (first) {
+      p.weight.push_back(weight);
+      p.bits.push_back(bits);
+      // Every share and scale is 1: ids only (FluidProblem).
+      p.private_links.push_back(up);
+      p.private_links.push_back(down);
+      p.private_offsets.push_back(static_cast<uint32_t>(p.private_links.size()));
+      for (uint32_t l : fabric) p.terms.push_back(LinkClass(l));
+      p.term_offsets.push_back(static_cast<uint32_t>(p.terms.size()));
+      sc.agg_demand.push_back(static_cast<uint32_t>(i));
+      return;
     }
-    if (!sc.routed.empty() && !sc.routed[i]) continue;
+    r.weight.push_back(weight);
+    r.bits.push_back(bits);
+    r.private_links.push_back(up);
+    r.private_links.push_back(down);
+    r.links.insert(r.links.end(), fabric.begin(), fabric.end());
+    r.term_end.push_back(static_cast<uint32_t>(r.links.size()));
+    r.agg_demand.push_back(static_cast<uint32_t>(i));
+  };
+  auto route = [&](size_t i, Range& r, bool first) {
+    const FlowDemand& d = demands[i];
+    const bool ok = choose(i, r);
+    if (!ok) {
+      r.cut_jobs.push_back(d.job);
+      return;
+    }
+    if (!sc.routed.empty() && !sc.routed[i]) return;
+    const double bits = units::BitsFromBytes(d.bytes);
+    std::vector<uint32_t>& flat = r.flat;
+    std::vector<uint32_t>& off = r.off;
     flat.clear();
     off.assign(1, 0);
     if (d.src_nic == kAllNics) {
-      const RouteTable::Class* c = host_class;
+      const RouteTable::Class* c = r.host_class;
       const RouteTable::Class* bc = resilient ? base->table.Find(c->key) : nullptr;
       for (uint32_t k = 0; k < d.multiplicity; ++k) {
         walk(*c, bc, d.src, d.dst, Hash(seed, i, k, 0), flat);
         off.push_back(static_cast<uint32_t>(flat.size()));
       }
     } else {
-      if (pairs.size() == 1 && pairs[0].c == nullptr) {
+      if (r.pairs.size() == 1 && r.pairs[0].c == nullptr) {
         // Both NICs on one switch: a single path, nothing to hash.
-        links.clear();
-        links.push_back({NicLinkUp(topo(), d.src, pairs[0].s), 1.0});
-        links.push_back({NicLinkDown(topo(), d.dst, pairs[0].t), 1.0});
-        p.AddAggregate(d.multiplicity, units::BitsFromBytes(d.bytes), links, {});
-        sc.agg_demand.push_back(static_cast<uint32_t>(i));
+        add(r, first, i, d.multiplicity, bits, NicLinkUp(topo(), d.src, r.pairs[0].s),
+            NicLinkDown(topo(), d.dst, r.pairs[0].t), {});
         sc.demand_hops[i] = 2;
         sc.demand_seed_free[i] = 1;
-        continue;
+        return;
       }
       for (uint32_t k = 0; k < d.multiplicity; ++k) {
         const uint64_t fh = Hash(seed, i, k, 0);
-        const PairChoice& pc = pairs.size() == 1 ? pairs[0] : pairs[Mix(fh ^ 0xA5A5A5A5ull) % pairs.size()];
+        const PairChoice& pc = r.pairs.size() == 1 ? r.pairs[0] : r.pairs[Mix(fh ^ 0xA5A5A5A5ull) % r.pairs.size()];
         flat.push_back(NicLinkUp(topo(), d.src, pc.s));
         if (pc.c != nullptr) {
           const RouteTable::Class* bc = resilient ? base->table.Find(pc.c->key) : nullptr;
@@ -166,6 +205,7 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
     }
     // Flows of the demand on the same path are one aggregate.
     const size_t nflows = off.size() - 1;
+    std::vector<uint32_t>& order = r.order;
     order.resize(nflows);
     for (uint32_t k = 0; k < nflows; ++k) order[k] = k;
     auto path_of = [&](uint32_t k) {
@@ -182,20 +222,57 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       // NIC links private; the fabric part is a class shared by every flow
       // hashed onto the same path, so the solver can tell links that can
       // never saturate (and split the fabric into independent components).
-      // (AddAggregate, written out: no temporary lists, millions of times.)
-      p.weight.push_back(static_cast<double>(e - k));
-      p.bits.push_back(units::BitsFromBytes(d.bytes));
-      // Every share and scale is 1: ids only (FluidProblem).
-      p.private_links.push_back(pk.front());
-      p.private_links.push_back(pk.back());
-      p.private_offsets.push_back(static_cast<uint32_t>(p.private_links.size()));
-      for (size_t h = 1; h + 1 < pk.size(); ++h) p.terms.push_back(LinkClass(pk[h]));
-      p.term_offsets.push_back(static_cast<uint32_t>(p.terms.size()));
-      sc.agg_demand.push_back(static_cast<uint32_t>(i));
+      add(r, first, i, static_cast<double>(e - k), bits, pk.front(), pk.back(),
+          pk.size() > 2 ? pk.subspan(1, pk.size() - 2) : std::span<const uint32_t>{});
       sc.demand_hops[i] = std::max<uint16_t>(sc.demand_hops[i], static_cast<uint16_t>(pk.size()));
       k = e;
     }
+  };
+  // Two ranges of demands with about as many rank-level flows each, routed
+  // at once through the runner (a run that is itself a task routes them in
+  // one pass): with the solver's components on the same threads, seeds
+  // then run one at a time, one problem in memory instead of one per thread.
+  // Whatever the size, so that the tests' small fabrics check it too.
+  const bool two = from.runner != nullptr && *from.runner && nd >= 2;
+  size_t cut = nd;
+  if (two) {
+    size_t flows = 0;
+    cut = 0;
+    while (cut < nd && 2 * flows < workload.rank_flows) flows += demands[cut++].multiplicity;
   }
+  std::vector<Range> ranges(two ? 2 : 1);
+  if (two) {
+    // At most one aggregate per flow of the range (pages never touched stay free).
+    size_t f1 = 0;
+    for (size_t i = cut; i < nd; ++i) f1 += std::max<uint32_t>(demands[i].multiplicity, 1);
+    Range& r = ranges[1];
+    r.weight.reserve(f1);
+    r.bits.reserve(f1);
+    r.private_links.reserve(2 * f1);
+    r.links.reserve(4 * f1);
+    r.term_end.reserve(f1);
+    r.agg_demand.reserve(f1);
+  }
+  RunTasks(two ? *from.runner : TaskRunner{}, ranges.size(), [&](size_t k) {
+    const size_t b = k == 0 ? 0 : cut, e = k == 0 ? cut : nd;
+    for (size_t i = b; i < e; ++i) route(i, ranges[k], k == 0);
+  });
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    Range& r = ranges[k];
+    for (uint32_t j : r.cut_jobs) sc.job_connected[j] = 0;
+    if (k == 0) continue;
+    p.weight.insert(p.weight.end(), r.weight.begin(), r.weight.end());
+    p.bits.insert(p.bits.end(), r.bits.begin(), r.bits.end());
+    p.private_links.insert(p.private_links.end(), r.private_links.begin(), r.private_links.end());
+    sc.agg_demand.insert(sc.agg_demand.end(), r.agg_demand.begin(), r.agg_demand.end());
+    uint32_t t = 0;
+    for (size_t a = 0; a < r.term_end.size(); ++a) {
+      p.private_offsets.push_back(p.private_offsets.back() + 2);
+      for (; t < r.term_end[a]; ++t) p.terms.push_back(LinkClass(r.links[t]));
+      p.term_offsets.push_back(static_cast<uint32_t>(p.terms.size()));
+    }
+  }
+  ranges.clear();
   // A cut-off job takes no capacity.
   for (size_t a = 0; a < p.aggregate_count(); ++a) {
     if (!sc.job_connected[demands[sc.agg_demand[a]].job]) {

@@ -97,8 +97,9 @@ struct FlowSimulator::State {
   // what drained runs take from it: routes, the per-demand flags and the
   // solution; its FluidProblem is freed (ReuseMap needs no aggregate). Hash
   // modes keep per-demand aggregate ranges instead of agg_demand, finish
-  // times and t = 0 rates packed (FluidSolution::Pack), and seeds after the
-  // first no bottleneck0 (the report reads the first seed's only).
+  // times, t = 0 rates and component ids packed (FluidSolution::Pack), and
+  // seeds after the first no bottleneck0 (the report reads the first seed's
+  // only).
   std::vector<Scenario> baseline;
   std::vector<SeedOutcome> baseline_outcomes;  // one per seed
 
@@ -140,6 +141,11 @@ struct FlowSimulator::State {
       std::lock_guard<std::mutex> lock(mu_);
       free_.push_back(std::move(v));
     }
+    // Frees all but `n` of the values kept.
+    void Trim(size_t n) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (free_.size() > n) free_.resize(n);
+    }
 
    private:
     std::mutex mu_;
@@ -150,7 +156,7 @@ struct FlowSimulator::State {
   // write into memory already faulted in instead of fresh pages (on the 32k
   // MoE case, zeroing fresh pages was ~15 % of the CPU time); the solver's
   // working arrays likewise. Lives for one Create or Simulate call; holds at
-  // most one problem per thread.
+  // most one problem per thread (Create's seeds run one at a time: one).
   class ProblemPool {
    public:
     FluidProblem Take() { return problems_.Take(); }
@@ -160,6 +166,11 @@ struct FlowSimulator::State {
     }
     SolverScratch TakeScratch() { return scratch_.Take(); }
     void GiveScratch(SolverScratch s) { scratch_.Give(std::move(s)); }
+    // Keeps one problem and one scratch: what a single run next needs.
+    void TrimToOne() {
+      problems_.Trim(1);
+      scratch_.Trim(1);
+    }
 
    private:
     FreeList<FluidProblem> problems_;

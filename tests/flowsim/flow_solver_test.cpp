@@ -10,7 +10,8 @@
 //     included), oversubscribed so that fabric links couple jobs;
 //   - seeds run through a TaskRunner on two threads give the same report
 //     as seeds run one after another, and so do the components of one
-//     problem solved on two threads (to the last bit).
+//     problem solved on two threads and, in the hash modes, a run's demands
+//     routed in two ranges at once (to the last bit).
 // Tolerance: 0.1 % (the exactness contract); the two solvers agree far
 // closer in practice.
 #include <algorithm>
