@@ -72,15 +72,20 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   st->baseline.resize(static_cast<size_t>(seeds));
   st->baseline_outcomes.resize(static_cast<size_t>(seeds));
   State::ProblemPool pool;
+  // (Not a task of the runner's: Create runs the seeds one after another.)
   auto keep = [&](size_t k, Scenario sc) {
-    st->baseline_outcomes[k] = Summarize(*st, sc);
-    // Seeds after the first: what their drained runs need to route only the
-    // components a drain touches (at most one entry per two aggregates or
-    // per directed link, or none).
-    if (st->hash() && k > 0 && st->options.partial_drained_runs) {
-      const size_t cap = std::max(sc.problem.aggregate_count() / 2, st->capacity_bps.size());
-      sc.footprint = FootprintOf(sc.problem, sc.solution, cap);
-    }
+    // The outcome and, for seeds after the first, what their drained runs
+    // need to route only the components a drain touches (at most one entry
+    // per two aggregates or per directed link, or none): both only read sc,
+    // so at once.
+    RunTasks(runner, 2, [&](size_t task) {
+      if (task == 0) {
+        st->baseline_outcomes[k] = Summarize(*st, sc);
+      } else if (st->hash() && k > 0 && st->options.partial_drained_runs) {
+        const size_t cap = std::max(sc.problem.aggregate_count() / 2, st->capacity_bps.size());
+        sc.footprint = FootprintOf(sc.problem, sc.solution, cap);
+      }
+    });
     pool.Give(std::move(sc.problem));
     sc.problem = FluidProblem{};
     if (st->hash()) {
@@ -90,7 +95,7 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
       for (size_t i = 0; i < nd; ++i) sc.demand_aggs[i + 1] += sc.demand_aggs[i];
       Free(sc.agg_demand);
       if (k > 0) Free(sc.solution.bottleneck0);
-      sc.solution.Pack();
+      sc.solution.Pack(runner);
     }
     st->baseline[k] = std::move(sc);
   };

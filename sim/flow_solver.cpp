@@ -137,10 +137,12 @@ size_t FluidSolution::bytes() const {
          BytesOf(component_size) + packed_finish_s.bytes() + packed_rate0_bps.bytes() + packed_component.bytes();
 }
 
-void FluidSolution::Pack() {
-  packed_finish_s = PackedDoubles(finish_s);
-  packed_rate0_bps = PackedDoubles(rate0_bps);
-  packed_component = PackedIds(component);
+void FluidSolution::Pack(const TaskRunner& runner) {
+  RunTasks(runner, 3, [&](size_t column) {
+    if (column == 0) packed_finish_s = PackedDoubles(finish_s);
+    if (column == 1) packed_rate0_bps = PackedDoubles(rate0_bps);
+    if (column == 2) packed_component = PackedIds(component);
+  });
   Free(finish_s);
   Free(rate0_bps);
   Free(component);
@@ -989,9 +991,9 @@ void AddCoverShare(const FluidProblem& p, int s, uint32_t m, std::span<const uin
 // private links feeding it: aggregates sharing a cover link m carry at most
 // max(scale / share_m) * c_m into the class. Taken over the first and the
 // last private link (source and destination NICs), whichever is smaller.
-std::vector<double> ClassRateBounds(const FluidProblem& p) {
+std::vector<double> ClassRateBounds(const FluidProblem& p, const TaskRunner& runner) {
   const size_t nc = p.class_count(), na = p.aggregate_count(), nl = p.capacity_bps.size();
-  std::vector<double> bound(nc, 0.0), side(nc, 0.0), best(nc, 0.0);
+  std::vector<double> bound(nc, 0.0);
   std::vector<uint8_t> unbounded(nc, 0);
   for (size_t a = 0; a < na; ++a) {
     if (p.private_offsets[a] != p.private_offsets[a + 1]) continue;
@@ -1000,36 +1002,36 @@ std::vector<double> ClassRateBounds(const FluidProblem& p) {
   // Per side: the aggregates grouped by cover link, then for each cover
   // link in ascending order the classes its aggregates reach with their
   // largest ratio. Linear in the terms, and each class's bound sums its
-  // cover links in ascending order, as a sort by (class, link) would.
-  std::vector<uint32_t> off, by_cover, stamp(nc), reached;
-  for (int s = 0; s < 2; ++s) {
-    GroupByCover(p, s, off, by_cover);
-    std::fill(stamp.begin(), stamp.end(), UINT32_MAX);
-    std::fill(side.begin(), side.end(), 0.0);
+  // cover links in ascending order, as a sort by (class, link) would. The
+  // two sides are independent: through the runner, at once.
+  std::vector<double> side[2];
+  RunTasks(runner, 2, [&](size_t s) {
+    std::vector<uint32_t> off, by_cover, stamp(nc, UINT32_MAX), reached;
+    std::vector<double> best(nc, 0.0);
+    side[s].assign(nc, 0.0);
+    GroupByCover(p, static_cast<int>(s), off, by_cover);
     for (uint32_t m = 0; m < nl; ++m) {
       if (off[m] == off[m + 1]) continue;
-      AddCoverShare(p, s, m, std::span<const uint32_t>(by_cover.data() + off[m], by_cover.data() + off[m + 1]), stamp,
-                    best, reached, side);
+      AddCoverShare(p, static_cast<int>(s), m,
+                    std::span<const uint32_t>(by_cover.data() + off[m], by_cover.data() + off[m + 1]), stamp, best,
+                    reached, side[s]);
     }
     const std::vector<double>& outside = s == 0 ? p.outside_side0 : p.outside_side1;
     if (!outside.empty()) {
-      for (size_t c = 0; c < nc; ++c) side[c] += outside[c];
+      for (size_t c = 0; c < nc; ++c) side[s][c] += outside[c];
     }
-    for (size_t c = 0; c < nc; ++c) bound[c] = s == 0 ? side[c] : std::min(bound[c], side[c]);
-  }
-  for (size_t c = 0; c < nc; ++c) {
-    if (unbounded[c]) bound[c] = kInf;
-  }
+  });
+  for (size_t c = 0; c < nc; ++c) bound[c] = unbounded[c] ? kInf : std::min(side[0][c], side[1][c]);
   return bound;
 }
 
 }  // namespace
 
-std::vector<uint8_t> TightLinks(const FluidProblem& p, size_t* redundant) {
+std::vector<uint8_t> TightLinks(const FluidProblem& p, size_t* redundant, const TaskRunner& runner) {
   const size_t nc = p.class_count(), nl = p.capacity_bps.size();
   std::vector<uint8_t> tight(nl, 0);
   for (const uint32_t l : p.private_links) tight[l] = 1;
-  std::vector<double> class_bound = ClassRateBounds(p);
+  std::vector<double> class_bound = ClassRateBounds(p, runner);
   std::vector<double> link_bound(nl, 0.0);
   for (size_t c = 0; c < nc; ++c) {
     for (const LinkShare& ls : p.classes[c]) link_bound[ls.link] += ls.share * class_bound[c];
@@ -1384,7 +1386,8 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
 
   // 1. Tight links: private links always; class links whose bounded load can
   //    exceed their capacity.
-  std::vector<uint8_t> tight = TightLinks(p, &sol.redundant_links);
+  std::vector<uint8_t> tight =
+      TightLinks(p, &sol.redundant_links, options.runner != nullptr ? *options.runner : TaskRunner{});
   for (size_t l = 0; l < nl; ++l) sol.tight_links += tight[l];
   std::vector<uint8_t> class_tight(nc, 0);
   for (size_t c = 0; c < nc; ++c) {

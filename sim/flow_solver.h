@@ -217,8 +217,8 @@ struct FluidSolution {
   // either form.
   PackedDoubles packed_finish_s, packed_rate0_bps;
   PackedIds packed_component;
-  void Pack();
-  size_t bytes() const;  // held by the arrays above (their capacities)
+  void Pack(const TaskRunner& runner = {});  // the columns at once through `runner`
+  size_t bytes() const;                      // held by the arrays above (their capacities)
   double finish(size_t a) const { return finish_s.empty() ? packed_finish_s[a] : finish_s[a]; }
   double rate0(size_t a) const { return rate0_bps.empty() ? packed_rate0_bps[a] : rate0_bps[a]; }
   uint32_t component_of(size_t a) const { return component.empty() ? packed_component[a] : component[a]; }
@@ -229,7 +229,10 @@ struct FluidSolution {
 // private link, and each class link whose load, bounded by the NIC links
 // feeding it (with the problem's outside sides), can exceed its capacity.
 // `redundant`, when given, counts the loaded class links left out.
-std::vector<uint8_t> TightLinks(const FluidProblem& problem, size_t* redundant = nullptr);
+// Through `runner`, the bounds of the two sides are summed at once (the
+// same bits either way).
+std::vector<uint8_t> TightLinks(const FluidProblem& problem, size_t* redundant = nullptr,
+                                const TaskRunner& runner = {});
 
 // A solved problem's components as seen from outside (FootprintOf): per
 // component, every directed link its aggregates use, in ascending order,

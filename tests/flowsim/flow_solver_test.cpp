@@ -363,7 +363,7 @@ void CheckSameOnThreads(const CollectiveCase& c, const sim::FlowOptions& o, cons
 }
 
 TEST_CASE("components solved on two threads give the solution of one thread, to the last bit") {
-  int calls = 0, multi = 0;
+  int calls = 0, multi = 0, solves = 0;
   const sim::TaskRunner two_threads = TwoThreads(&calls);
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     CAPTURE(seed);
@@ -374,6 +374,7 @@ TEST_CASE("components solved on two threads give the solution of one thread, to 
       sim::SolverScratch scratch;  // kept from one solve to the next, as the simulator does
       auto two = sim::SolveFluid(p, {}, {}, sim::FluidOptions{incremental, &scratch, &two_threads});
       auto again = sim::SolveFluid(p, {}, {}, sim::FluidOptions{incremental, &scratch, &two_threads});
+      solves += 2;
       REQUIRE(one.has_value());
       REQUIRE(two.has_value());
       REQUIRE(again.has_value());
@@ -386,12 +387,16 @@ TEST_CASE("components solved on two threads give the solution of one thread, to 
         CHECK(s->events == one->events);
         CHECK(s->components_solved == one->components_solved);
         CHECK(s->max_component == one->max_component);
+        CHECK(s->tight_links == one->tight_links);  // the two sides of the class bounds summed at once
+        CHECK(s->redundant_links == one->redundant_links);
       }
       if (one->components_solved > 1) ++multi;
     }
   }
-  CHECK(multi > 100);         // most random problems have several components
-  CHECK(calls == 2 * multi);  // and each of their solves went through the runner
+  CHECK(multi > 100);  // most random problems have several components
+  // Each solve through the runner: the class bounds' two sides, and the
+  // components when there are several.
+  CHECK(calls == solves + 2 * multi);
 }
 
 TEST_CASE("spray modes solve their components on two threads and report what one thread reports") {
