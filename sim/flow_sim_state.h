@@ -171,6 +171,11 @@ struct FlowSimulator::State {
       problems_.Trim(1);
       scratch_.Trim(1);
     }
+    // Frees everything kept.
+    void Clear() {
+      problems_.Trim(0);
+      scratch_.Trim(0);
+    }
 
    private:
     FreeList<FluidProblem> problems_;

@@ -16,6 +16,9 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace drainwise::sim {
 
@@ -47,6 +50,18 @@ void AssignHuge(std::vector<T>& v, size_t n, const U& value) {
     ReserveHuge(v, n);
   }
   v.assign(n, static_cast<T>(value));
+}
+
+// Gives the kernel back the pages of freed heap memory, which glibc's
+// malloc otherwise keeps for later allocations: freed arrays under the
+// mmap threshold stay in its arenas, between arrays still in use. After a
+// hash-mode FlowSimulator::Create on 32k MoE (8 seeds, 2 threads) the
+// process held 902 MB resident for 269 MB of baselines; the drained runs
+// then peaked on top of it. Elsewhere it does nothing.
+inline void ReleaseFreeMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 // The bytes `v` holds (its capacity, not its size).
