@@ -7,6 +7,7 @@
 #include <mutex>
 #include <numeric>
 #include <queue>
+#include <utility>
 
 #include "sim/huge_pages.h"
 
@@ -154,6 +155,40 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Completions closer than this (relative) are one batch: exact ties split by
 // rounding would otherwise cost one re-solve each.
 constexpr double kBatchTolerance = 1e-9;
+
+// A key whose unsigned order is the order of `<` on doubles, NaN aside
+// (-0 and +0 give the same key, as they compare equal).
+inline uint64_t OrderKey(double d) {
+  if (d == 0) return uint64_t{1} << 63;
+  const uint64_t u = std::bit_cast<uint64_t>(d);
+  return (u >> 63) != 0 ? ~u : u | (uint64_t{1} << 63);
+}
+
+// Sorts v stably by key(x) (uint64_t): least significant 11 bits first, a
+// pass per digit on which the keys differ. For the t = 0 sorts of a large
+// component (893 k entries on the 32k MoE hash case, whose keys take a few
+// thousand values), several times cheaper than std::sort's comparisons.
+template <class T, class Key>
+void RadixSort(std::vector<T>& v, const Key& key) {
+  constexpr int kBits = 11, kPasses = (64 + kBits - 1) / kBits;
+  constexpr size_t kBuckets = size_t{1} << kBits;
+  const size_t n = v.size();
+  std::vector<uint32_t> count(kPasses * kBuckets, 0);
+  for (const T& x : v) {
+    const uint64_t k = key(x);
+    for (int d = 0; d < kPasses; ++d) ++count[d * kBuckets + ((k >> (d * kBits)) & (kBuckets - 1))];
+  }
+  std::vector<T> tmp;
+  for (int d = 0; d < kPasses; ++d) {
+    uint32_t* c = count.data() + d * kBuckets;
+    if (std::any_of(c, c + kBuckets, [&](uint32_t m) { return m == n; })) continue;  // one digit for all
+    uint32_t at = 0;
+    for (size_t b = 0; b < kBuckets; ++b) at += std::exchange(c[b], at);
+    if (tmp.empty()) tmp.resize(n);
+    for (const T& x : v) tmp[c[(key(x) >> (d * kBits)) & (kBuckets - 1)]++] = x;
+    v.swap(tmp);
+  }
+}
 
 // A binary min-heap (by T's operator<, as std::priority_queue) whose
 // storage survives clear(): the re-fills reuse it at every batch.
@@ -538,10 +573,10 @@ class IncrementalEvents {
         usage_[p.class_links[k].link] += class_rate[c] * p.class_links[k].share;
       }
     }
-    SortByRate(order_);
-    Free(keyed_);  // the later sorts are of a batch's re-filled aggregates: a few
     // The t = 0 predictions, sorted once: most aggregates are never
     // re-predicted, and a sort is far cheaper than as many heap pops.
+    // order_ lists them by index here, so a stable sort by time alone
+    // gives the order (time, index).
     heap_.clear();
     compact_at_ = 4096;
     initial_.clear();
@@ -551,7 +586,13 @@ class IncrementalEvents {
       version_[i] = 1;
       initial_.push_back({PredictAt(i, 0), i, 1});
     }
-    std::sort(initial_.begin(), initial_.end(), [](const Finish& x, const Finish& y) { return y < x; });
+    RadixSort(initial_, [](const Finish& f) { return OrderKey(f.at); });
+    // By (rate, index) likewise.
+    keyed_.resize(order_.size());
+    for (size_t k = 0; k < order_.size(); ++k) keyed_[k] = {rate_[order_[k]], order_[k]};
+    RadixSort(keyed_, [](const Keyed& x) { return OrderKey(x.rate); });
+    for (size_t k = 0; k < order_.size(); ++k) order_[k] = keyed_[k].agg;
+    Free(keyed_);  // the later sorts are of a batch's re-filled aggregates: a few
 
     // Scratch of the re-fills, stamped per batch.
     link_stamp_.assign(nl, 0);
