@@ -30,9 +30,10 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   auto walk = [&](const RouteTable::Class& c, const RouteTable::Class* bc, uint32_t from, uint32_t to,
                   uint64_t flow_hash, std::vector<uint32_t>& path) {
     if (c.walk == nullptr) return;
-    uint32_t node = from;
-    for (int guard = 0; node != to && guard < 64; ++guard) {
-      auto cand = c.walk->OutOf(node);
+    const WalkIndex& w = *c.walk;
+    uint32_t node = from, k = w.IndexOf(from);
+    for (int guard = 0; node != to && k != WalkIndex::kNone && guard < 64; ++guard) {
+      auto cand = w.OutOfIndex(k);
       if (cand.empty()) break;
       const uint64_t h = Mix(flow_hash ^ (static_cast<uint64_t>(node) * 0x9E3779B97F4A7C15ull));
       const Hop* pick = &cand[h % cand.size()];
@@ -47,6 +48,7 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       }
       path.push_back(pick->directed);
       node = pick->to;
+      k = w.next[w.begin[k] + static_cast<uint32_t>(pick - cand.data())];
     }
   };
 

@@ -20,11 +20,14 @@ void UsableNics(const model::Topology& topo, const model::DrainMask& mask, uint3
   }
 }
 
-std::span<const WalkIndex::Hop> WalkIndex::OutOf(uint32_t node) const {
+uint32_t WalkIndex::IndexOf(uint32_t node) const {
   auto it = std::lower_bound(nodes.begin(), nodes.end(), node);
-  if (it == nodes.end() || *it != node) return {};
-  const size_t k = static_cast<size_t>(it - nodes.begin());
-  return std::span<const Hop>(hops.data() + begin[k], begin[k + 1] - begin[k]);
+  return it == nodes.end() || *it != node ? kNone : static_cast<uint32_t>(it - nodes.begin());
+}
+
+std::span<const WalkIndex::Hop> WalkIndex::OutOf(uint32_t node) const {
+  const uint32_t k = IndexOf(node);
+  return k == kNone ? std::span<const Hop>{} : OutOfIndex(k);
 }
 
 bool ClassTouchesDrain(const model::Topology& topo, const RouteTable::Class& c, const model::DrainMask& mask) {
@@ -157,6 +160,8 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
           w.hops.push_back({sorted[j].to, sorted[j].directed});
         }
         w.begin.push_back(static_cast<uint32_t>(sorted.size()));
+        w.next.resize(w.hops.size());
+        for (size_t h = 0; h < w.hops.size(); ++h) w.next[h] = w.IndexOf(w.hops[h].to);
         c.walk = &w;
         continue;
       }

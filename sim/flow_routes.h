@@ -72,8 +72,20 @@ struct WalkIndex {
   struct Hop {
     uint32_t to, directed;
   };
+  static constexpr uint32_t kNone = UINT32_MAX;
   std::vector<uint32_t> nodes, begin;  // begin: one more than nodes
   std::vector<Hop> hops;
+  // Per hop: the index in `nodes` of the node it leads to (kNone: no link
+  // out of it, the walk's end), so that a walk looks a node up once, at its
+  // start, instead of at every hop (a binary search each: ~6 % of the hash
+  // modes' CPU on 32k-moe).
+  std::vector<uint32_t> next;
+  // The index of `node` in `nodes`; kNone when it is not in the DAG.
+  uint32_t IndexOf(uint32_t node) const;
+  // The links out of nodes[k].
+  std::span<const Hop> OutOfIndex(uint32_t k) const {
+    return std::span<const Hop>(hops.data() + begin[k], begin[k + 1] - begin[k]);
+  }
   // The links out of `node`; empty when it is not in the DAG.
   std::span<const Hop> OutOf(uint32_t node) const;
 };
