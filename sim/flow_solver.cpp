@@ -88,29 +88,16 @@ PackedDoubles::PackedDoubles(std::span<const double> values) : size_(values.size
     }
     code[i] = slots[s];
   }
+  // The width PackedIds gives codes up to keys.size() - 1.
   const unsigned width = keys.size() <= 0x100 ? 1 : keys.size() <= 0x10000 ? 2 : 4;
   if (raw || keys.size() * sizeof(double) + n * width >= n * sizeof(double)) {
     values_.assign(values.begin(), values.end());
     return;
   }
-  width_ = width;
+  raw_ = false;
   values_.resize(keys.size());
   for (size_t c = 0; c < keys.size(); ++c) values_[c] = std::bit_cast<double>(keys[c]);
-  codes_.resize(n * width_);
-  for (size_t i = 0; i < n; ++i) {
-    switch (width_) {
-      case 1:
-        codes_[i] = static_cast<uint8_t>(code[i]);
-        break;
-      case 2: {
-        const auto c = static_cast<uint16_t>(code[i]);
-        std::memcpy(codes_.data() + 2 * i, &c, 2);
-        break;
-      }
-      default:
-        std::memcpy(codes_.data() + 4 * i, &code[i], 4);
-    }
-  }
+  codes_ = PackedIds(code);
 }
 
 PackedIds::PackedIds(std::span<const uint32_t> ids) : size_(ids.size()) {

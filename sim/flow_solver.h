@@ -120,49 +120,6 @@ struct FluidProblem {
                         const std::vector<ClassTerm>& terms);
 };
 
-// A column of doubles kept losslessly in fewer bytes: each entry is the
-// index of its bit pattern among the column's distinct ones (in order of
-// first appearance), 1, 2 or 4 B wide as the count of distinct values needs;
-// raw when that would not be smaller. A solved problem's finish times are
-// its completion batches' times and its t = 0 rates its fill levels, so
-// they take far fewer distinct values than there are aggregates.
-class PackedDoubles {
- public:
-  PackedDoubles() = default;
-  explicit PackedDoubles(std::span<const double> values);
-
-  size_t size() const { return size_; }
-  double operator[](size_t i) const {
-    switch (width_) {
-      case 1:
-        return values_[codes_[i]];
-      case 2:
-        return values_[Load<uint16_t>(i)];
-      case 4:
-        return values_[Load<uint32_t>(i)];
-      default:
-        return values_[i];
-    }
-  }
-  // Distinct values kept (the raw form: every entry), and bytes per entry.
-  size_t distinct() const { return values_.size(); }
-  unsigned width() const { return width_; }
-  size_t bytes() const { return values_.size() * sizeof(double) + codes_.size(); }
-
- private:
-  template <class T>
-  T Load(size_t i) const {
-    T v;
-    std::memcpy(&v, codes_.data() + i * sizeof(T), sizeof(T));
-    return v;
-  }
-
-  std::vector<double> values_;  // the distinct values, or every entry when raw
-  std::vector<uint8_t> codes_;  // width_ bytes per entry, native byte order
-  size_t size_ = 0;
-  unsigned width_ = 8;
-};
-
 // A column of ids kept in 1, 2 or 4 B each, as its largest id needs: a
 // solved problem's component ids, a few per job, for millions of aggregates.
 class PackedIds {
@@ -194,6 +151,31 @@ class PackedIds {
   std::vector<uint8_t> codes_;  // width_ bytes per entry, native byte order
   size_t size_ = 0;
   unsigned width_ = 4;
+};
+
+// A column of doubles kept losslessly in fewer bytes: each entry is the
+// index of its bit pattern among the column's distinct ones (in order of
+// first appearance), 1, 2 or 4 B wide as the count of distinct values needs;
+// raw when that would not be smaller. A solved problem's finish times are
+// its completion batches' times and its t = 0 rates its fill levels, so
+// they take far fewer distinct values than there are aggregates.
+class PackedDoubles {
+ public:
+  PackedDoubles() = default;
+  explicit PackedDoubles(std::span<const double> values);
+
+  size_t size() const { return size_; }
+  double operator[](size_t i) const { return raw_ ? values_[i] : values_[codes_[i]]; }
+  // Distinct values kept (the raw form: every entry), and bytes per entry.
+  size_t distinct() const { return values_.size(); }
+  unsigned width() const { return raw_ ? 8 : codes_.width(); }
+  size_t bytes() const { return values_.size() * sizeof(double) + codes_.bytes(); }
+
+ private:
+  std::vector<double> values_;  // the distinct values, or every entry when raw
+  PackedIds codes_;             // per entry, unless raw
+  size_t size_ = 0;
+  bool raw_ = true;
 };
 
 struct FluidSolution {
