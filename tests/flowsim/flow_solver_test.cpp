@@ -21,7 +21,6 @@
 #include <map>
 #include <random>
 #include <thread>
-#include <tuple>
 
 #include <doctest/doctest.h>
 
@@ -475,24 +474,24 @@ TEST_CASE("packed columns give back every entry to the bit, in the narrowest wid
   }
   // Component ids: 1, 2 or 4 B each as the largest id needs (255 | 256 and
   // 65,535 | 65,536 are the boundaries), every id given back.
-  for (auto [n, top, width] : {std::tuple<size_t, uint32_t, unsigned>{0, 0, 1},
-                               {1000, 0, 1},
-                               {1000, 255, 1},
-                               {1000, 256, 2},
-                               {100000, 65535, 2},
-                               {100000, 65536, 4},
-                               {1000, UINT32_MAX, 4}}) {
-    CAPTURE(n);
-    CAPTURE(top);
-    std::vector<uint32_t> ids(n);
-    for (auto& id : ids) id = std::uniform_int_distribution<uint32_t>(0, top)(rng);
-    if (n > 0) ids[n / 2] = top;
+  struct IdCase {
+    size_t n;
+    uint32_t top;
+    unsigned width;  // expected
+  };
+  for (IdCase cs : {IdCase{0, 0, 1}, IdCase{1000, 0, 1}, IdCase{1000, 255, 1}, IdCase{1000, 256, 2},
+                    IdCase{100000, 65535, 2}, IdCase{100000, 65536, 4}, IdCase{1000, UINT32_MAX, 4}}) {
+    CAPTURE(cs.n);
+    CAPTURE(cs.top);
+    std::vector<uint32_t> ids(cs.n);
+    for (auto& id : ids) id = std::uniform_int_distribution<uint32_t>(0, cs.top)(rng);
+    if (cs.n > 0) ids[cs.n / 2] = cs.top;
     const sim::PackedIds packed(ids);
-    REQUIRE(packed.size() == n);
-    CHECK(packed.width() == width);
-    CHECK(packed.bytes() >= n * width);
+    REQUIRE(packed.size() == cs.n);
+    CHECK(packed.width() == cs.width);
+    CHECK(packed.bytes() >= cs.n * cs.width);
     size_t wrong = 0;
-    for (size_t i = 0; i < n; ++i) wrong += packed[i] != ids[i];
+    for (size_t i = 0; i < cs.n; ++i) wrong += packed[i] != ids[i];
     CHECK(wrong == 0);
   }
 }
