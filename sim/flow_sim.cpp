@@ -108,8 +108,9 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   keep(0, std::move(*first));
   // The other seeds one after another, each routing its demands and
   // solving its components on the runner's threads: one problem in memory
-  // instead of one per thread (32k MoE, 8 seeds, 2 threads: peak 1.46 GB
-  // with a seed per thread, 1.05 GB so).
+  // instead of one per thread (32k MoE, 8 seeds, 2 threads: with a seed per
+  // thread the process peaked at 1.36-1.58 GB; Create's peak is now
+  // 0.95-0.97 GB, docs/performance.md).
   for (size_t k = 1; k < static_cast<size_t>(seeds); ++k) {
     State::RunFrom from;
     from.reuse = &st->baseline[0];
@@ -123,7 +124,8 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
     // What the seeds' runs freed, hundreds of MB in the allocator's arenas
     // between the baselines, back to the kernel before the drained runs
     // (32k MoE, 8 seeds, 2 threads: resident 902 MB after Create without
-    // it; the process's peak 1.04-1.07 GB -> 0.92-0.99 GB). Not in the spray
+    // it; the process's peak 1.06-1.08 GB -> 0.94-1.01 GB, two runs each,
+    // before the release in Simulate below). Not in the spray
     // modes, whose drained run is a fraction of a second and would pay to
     // fault the memory in again.
     pool.Clear();
@@ -184,7 +186,7 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
   pool.TrimToOne();  // the other threads' arrays would sit idle through it
   // And what the other seeds' runs freed back to the kernel: in the
   // allocator's arena of another thread, this one could not reuse it
-  // (32k MoE, 8 seeds, 2 threads: 0.80-0.91 GB resident here, the call's
+  // (32k MoE, 8 seeds, 2 threads: 0.82-0.93 GB resident here, the call's
   // peak 1.00-1.08 GB at the end of this seed without it).
   if (st.hash() && nseeds > 1) ReleaseFreeMemory();
   auto d0 = run(0);
