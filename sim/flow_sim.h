@@ -212,19 +212,19 @@ struct FlowReport {
 class FlowSimulator {
  public:
   // Errors: kInvalidArgument for bad options, kCancelled when `stop` fires.
-  // Hash modes run seeds after the first through `runner`; a run that is
-  // not one of its tasks (the first seed, every spray mode) solves the
-  // independent components of its flow problem through it.
+  // Every run here uses `runner` for the independent components of its
+  // flow problem; hash modes run their seeds one after another, each also
+  // routing its demands in two ranges at once through it.
   static Result<std::shared_ptr<const FlowSimulator>> Create(model::SnapshotPtr snapshot, FlowOptions options,
                                                              std::stop_token stop = {}, const TaskRunner& runner = {});
   ~FlowSimulator();
 
   // Baseline (no drain) and `drain` applied. Errors: kCancelled. Hash modes
-  // run their seeds through `runner`, one seed solves its components
-  // through it (as in Create); a drained seed's flow
-  // problem lives only while its task runs (the first seed's until the
-  // report is built). The cached baselines keep each seed's routes and
-  // solution (32k-moe, hash, 8 seeds: ~12 B per aggregate, as
+  // run the seeds after the first as `runner`'s tasks, then the first alone
+  // (its components and routing through `runner`, as in Create); a drained
+  // seed's flow problem lives only while its run does (the first seed's
+  // until the report is built). The cached baselines keep each seed's
+  // routes and solution (32k-moe, hash, 8 seeds: ~10 B per aggregate, as
   // baseline_memory() counts), not its flow problem.
   Result<FlowReport> Simulate(const model::Drain& drain, std::stop_token stop = {},
                               const TaskRunner& runner = {}) const;

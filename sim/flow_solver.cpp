@@ -575,11 +575,7 @@ class IncrementalEvents {
       initial_.push_back({PredictAt(i, 0), i, 1});
     }
     RadixSort(initial_, [](const Finish& f) { return OrderKey(f.at); });
-    // By (rate, index) likewise.
-    keyed_.resize(order_.size());
-    for (size_t k = 0; k < order_.size(); ++k) keyed_[k] = {rate_[order_[k]], order_[k]};
-    RadixSort(keyed_, [](const Keyed& x) { return OrderKey(x.rate); });
-    for (size_t k = 0; k < order_.size(); ++k) order_[k] = keyed_[k].agg;
+    SortByRate(order_, true);
     Free(keyed_);  // the later sorts are of a batch's re-filled aggregates: a few
 
     // Scratch of the re-fills, stamped per batch.
@@ -659,12 +655,18 @@ class IncrementalEvents {
 
   // Sorts aggregates by (rate, index), on copies of the keys: the
   // comparisons then read one contiguous array instead of rate_ at random
-  // (millions of cache misses on a large component's first sort).
-  void SortByRate(std::vector<uint32_t>& v) {
+  // (millions of cache misses on a large component's first sort). When v
+  // is in index order (`by_index`, the t = 0 sort), a stable radix sort by
+  // rate alone gives the same order.
+  void SortByRate(std::vector<uint32_t>& v, bool by_index = false) {
     keyed_.resize(v.size());
     for (size_t k = 0; k < v.size(); ++k) keyed_[k] = {rate_[v[k]], v[k]};
-    std::sort(keyed_.begin(), keyed_.end(),
-              [](const Keyed& x, const Keyed& y) { return x.rate != y.rate ? x.rate < y.rate : x.agg < y.agg; });
+    if (by_index) {
+      RadixSort(keyed_, [](const Keyed& x) { return OrderKey(x.rate); });
+    } else {
+      std::sort(keyed_.begin(), keyed_.end(),
+                [](const Keyed& x, const Keyed& y) { return x.rate != y.rate ? x.rate < y.rate : x.agg < y.agg; });
+    }
     for (size_t k = 0; k < v.size(); ++k) v[k] = keyed_[k].agg;
   }
   struct Keyed {
