@@ -1030,6 +1030,75 @@ void AddCoverShare(const FluidProblem& p, int s, uint32_t m, std::span<const uin
   for (uint32_t c : reached) side[c] += best[c] * p.capacity_bps[m];
 }
 
+// When every share and scale is 1 (always in the hash modes) an aggregate
+// on cover link m carries at most c_m into each class it reaches, so a
+// class's side is the sum of c_m over the distinct cover links reaching
+// it, in ascending order: AddCoverShare's sum, to the bit. CoverBits holds
+// one bit per (cover link, class), set in one pass over the aggregates in
+// their order, in which consecutive ones share their NICs (one row in
+// cache), instead of grouping millions of aggregates by cover link (a
+// scattered pass: on the 32k MoE hash case most of TightLinks and of
+// FootprintOf).
+class CoverBits {
+ public:
+  // False, and nothing built, when a share or scale is not 1 or the bits
+  // would take more than kMaxBytes. Aggregates without private links have
+  // no cover and are left out (as in GroupByCover).
+  bool Build(const FluidProblem& p, int s) {
+    const size_t na = p.aggregate_count(), nc = p.class_count(), nl = p.capacity_bps.size();
+    built_ = false;
+    links_.clear();
+    if (!p.private_shares.empty() || !p.term_scales.empty()) return false;
+    row_of_.assign(nl, kNoRow);
+    for (size_t a = 0; a < na; ++a) {
+      if (p.private_offsets[a] != p.private_offsets[a + 1]) row_of_[p.private_links[CoverOf(p, s, a)]] = 0;
+    }
+    for (uint32_t l = 0; l < nl; ++l) {
+      if (row_of_[l] == kNoRow) continue;
+      row_of_[l] = static_cast<uint32_t>(links_.size());
+      links_.push_back(l);
+    }
+    words_ = (nc + 63) / 64;
+    if (links_.size() * words_ * sizeof(uint64_t) > kMaxBytes) {
+      links_.clear();
+      return false;
+    }
+    AssignHuge(bits_, links_.size() * words_, uint64_t{0});
+    first_agg_.assign(links_.size(), UINT32_MAX);
+    for (uint32_t a = 0; a < na; ++a) {
+      if (p.private_offsets[a] == p.private_offsets[a + 1]) continue;  // no cover (as GroupByCover)
+      const uint32_t row = row_of_[p.private_links[CoverOf(p, s, a)]];
+      if (first_agg_[row] == UINT32_MAX) first_agg_[row] = a;
+      uint64_t* bits = bits_.data() + row * words_;
+      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+        const uint32_t c = p.terms[k];
+        bits[c / 64] |= uint64_t{1} << (c % 64);
+      }
+    }
+    built_ = true;
+    return true;
+  }
+  bool built() const { return built_; }
+  size_t rows() const { return links_.size(); }
+  uint32_t first_aggregate(size_t row) const { return first_agg_[row]; }  // one on the row's link
+  // Adds the row's cover link capacity to side[c] for every class it reaches.
+  void AddRow(const FluidProblem& p, size_t row, std::vector<double>& side) const {
+    const double cap = p.capacity_bps[links_[row]];
+    const uint64_t* bits = bits_.data() + row * words_;
+    for (size_t w = 0; w < words_; ++w) {
+      for (uint64_t b = bits[w]; b != 0; b &= b - 1) side[w * 64 + std::countr_zero(b)] += cap;
+    }
+  }
+
+ private:
+  static constexpr uint32_t kNoRow = UINT32_MAX;
+  static constexpr size_t kMaxBytes = size_t{64} << 20;
+  std::vector<uint32_t> row_of_, links_, first_agg_;
+  size_t words_ = 0;
+  std::vector<uint64_t> bits_;
+  bool built_ = false;
+};
+
 // Upper bound on the total rate of each class from the capacity of the
 // private links feeding it: aggregates sharing a cover link m carry at most
 // max(scale / share_m) * c_m into the class. Taken over the first and the
@@ -1049,15 +1118,19 @@ std::vector<double> ClassRateBounds(const FluidProblem& p, const TaskRunner& run
   // two sides are independent: through the runner, at once.
   std::vector<double> side[2];
   RunTasks(runner, 2, [&](size_t s) {
-    std::vector<uint32_t> off, by_cover, stamp(nc, UINT32_MAX), reached;
-    std::vector<double> best(nc, 0.0);
     side[s].assign(nc, 0.0);
-    GroupByCover(p, static_cast<int>(s), off, by_cover);
-    for (uint32_t m = 0; m < nl; ++m) {
-      if (off[m] == off[m + 1]) continue;
-      AddCoverShare(p, static_cast<int>(s), m,
-                    std::span<const uint32_t>(by_cover.data() + off[m], by_cover.data() + off[m + 1]), stamp, best,
-                    reached, side[s]);
+    if (CoverBits cover; cover.Build(p, static_cast<int>(s))) {
+      for (size_t row = 0; row < cover.rows(); ++row) cover.AddRow(p, row, side[s]);
+    } else {
+      std::vector<uint32_t> off, by_cover, stamp(nc, UINT32_MAX), reached;
+      std::vector<double> best(nc, 0.0);
+      GroupByCover(p, static_cast<int>(s), off, by_cover);
+      for (uint32_t m = 0; m < nl; ++m) {
+        if (off[m] == off[m + 1]) continue;
+        AddCoverShare(p, static_cast<int>(s), m,
+                      std::span<const uint32_t>(by_cover.data() + off[m], by_cover.data() + off[m + 1]), stamp, best,
+                      reached, side[s]);
+      }
     }
     const std::vector<double>& outside = s == 0 ? p.outside_side0 : p.outside_side1;
     if (!outside.empty()) {
@@ -1108,22 +1181,29 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
   // ClassRateBounds does. (A private link is tight, so all the aggregates
   // on it are in one component.)
   struct Covers {
-    std::vector<uint32_t> agg_off, aggs;    // per link: its aggregates
-    std::vector<uint32_t> comp_off, links;  // per component: its cover links, ascending
+    CoverBits bits;                       // when it builds; else
+    std::vector<uint32_t> agg_off, aggs;  // per link: its aggregates
+    // Per component: its cover links (rows of bits, or link ids), ascending.
+    std::vector<uint32_t> comp_off, items;
   };
   auto covers_of = [&](int s) {
     Covers cv;
-    GroupByCover(p, s, cv.agg_off, cv.aggs);
-    auto comp_of = [&](uint32_t l) { return sol.component_of(cv.aggs[cv.agg_off[l]]); };
+    const bool fast = cv.bits.Build(p, s);
+    if (!fast) GroupByCover(p, s, cv.agg_off, cv.aggs);
+    const size_t n = fast ? cv.bits.rows() : nl;  // rows, or links
+    auto has = [&](uint32_t i) { return fast || cv.agg_off[i] != cv.agg_off[i + 1]; };
+    auto comp_of = [&](uint32_t i) {
+      return sol.component_of(fast ? cv.bits.first_aggregate(i) : cv.aggs[cv.agg_off[i]]);
+    };
     cv.comp_off.assign(ncomp + 1, 0);
-    for (uint32_t l = 0; l < nl; ++l) {
-      if (cv.agg_off[l] != cv.agg_off[l + 1]) ++cv.comp_off[comp_of(l) + 1];
+    for (uint32_t i = 0; i < n; ++i) {
+      if (has(i)) ++cv.comp_off[comp_of(i) + 1];
     }
     for (size_t c = 0; c < ncomp; ++c) cv.comp_off[c + 1] += cv.comp_off[c];
-    cv.links.resize(cv.comp_off.back());
+    cv.items.resize(cv.comp_off.back());
     std::vector<uint32_t> fill(cv.comp_off.begin(), cv.comp_off.end() - 1);
-    for (uint32_t l = 0; l < nl; ++l) {
-      if (cv.agg_off[l] != cv.agg_off[l + 1]) cv.links[fill[comp_of(l)]++] = l;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (has(i)) cv.items[fill[comp_of(i)]++] = i;
     }
     return cv;
   };
@@ -1168,9 +1248,13 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
     for (int s = 0; s < 2; ++s) {
       const Covers& cv = cover[s];
       for (uint32_t k = cv.comp_off[c]; k < cv.comp_off[c + 1]; ++k) {
-        const uint32_t m = cv.links[k];
-        AddCoverShare(p, s, m,
-                      std::span<const uint32_t>(cv.aggs.data() + cv.agg_off[m], cv.aggs.data() + cv.agg_off[m + 1]),
+        const uint32_t i = cv.items[k];
+        if (cv.bits.built()) {
+          cv.bits.AddRow(p, i, side[s]);
+          continue;
+        }
+        AddCoverShare(p, s, i,
+                      std::span<const uint32_t>(cv.aggs.data() + cv.agg_off[i], cv.aggs.data() + cv.agg_off[i + 1]),
                       stamp[s], best, reached, side[s]);
       }
     }
@@ -1443,33 +1527,51 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   }
   if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
 
-  // 2. Components over aggregates (ids 0..na), classes (na..na+nc) and links.
-  UnionFind uf(work.parent, na + nc + nl);
-  for (uint32_t a = 0; a < na; ++a) {
-    for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
-      uf.Union(a, static_cast<uint32_t>(na + nc + p.private_links[k]));
+  // 2. Components: classes (ids 0..nc) and links (nc..nc+nl) joined through
+  //    the aggregates that cross them, then each aggregate given its first
+  //    one's (an aggregate on no tight link or class is one alone). A union
+  //    find over links and classes only stays in cache, where one over the
+  //    aggregates too (millions in the hash modes) did not.
+  UnionFind uf(work.parent, nc + nl);
+  constexpr uint32_t kAlone = UINT32_MAX;
+  auto first_of = [&](uint32_t a) {
+    if (p.private_offsets[a] != p.private_offsets[a + 1]) {
+      return static_cast<uint32_t>(nc + p.private_links[p.private_offsets[a]]);
     }
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      if (class_tight[p.terms[k]]) uf.Union(a, static_cast<uint32_t>(na + p.terms[k]));
+      if (class_tight[p.terms[k]]) return p.terms[k];
+    }
+    return kAlone;
+  };
+  for (uint32_t a = 0; a < na; ++a) {
+    const uint32_t first = first_of(a);
+    if (first == kAlone) continue;
+    for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
+      uf.Union(first, static_cast<uint32_t>(nc + p.private_links[k]));
+    }
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+      if (class_tight[p.terms[k]]) uf.Union(first, p.terms[k]);
     }
   }
   for (uint32_t c = 0; c < nc; ++c) {
     if (!class_tight[c]) continue;
     for (const LinkShare& ls : p.classes[c]) {
-      if (tight[ls.link]) uf.Union(static_cast<uint32_t>(na + c), static_cast<uint32_t>(na + nc + ls.link));
+      if (tight[ls.link]) uf.Union(c, static_cast<uint32_t>(nc + ls.link));
     }
   }
   // Dense component ids in order of first aggregate; members grouped.
   std::vector<uint32_t>& comp_of_root = work.comp_of_root;  // indexed by root id
-  AssignHuge(comp_of_root, na + nc + nl, UINT32_MAX);
+  AssignHuge(comp_of_root, nc + nl, UINT32_MAX);
   for (uint32_t a = 0; a < na; ++a) {
-    uint32_t r = uf.Find(a);
-    if (comp_of_root[r] == UINT32_MAX) {
-      comp_of_root[r] = static_cast<uint32_t>(sol.component_size.size());
+    const uint32_t first = first_of(a);
+    uint32_t alone = UINT32_MAX;
+    uint32_t& id = first == kAlone ? alone : comp_of_root[uf.Find(first)];
+    if (id == UINT32_MAX) {
+      id = static_cast<uint32_t>(sol.component_size.size());
       sol.component_size.push_back(0);
     }
-    sol.component[a] = comp_of_root[r];
-    ++sol.component_size[comp_of_root[r]];
+    sol.component[a] = id;
+    ++sol.component_size[id];
   }
   const size_t ncomp = sol.component_size.size();
   std::vector<uint32_t> comp_off(ncomp + 1, 0);

@@ -16,7 +16,9 @@
 // Tolerance: 0.1 % against the naive reference (the exactness contract),
 // 1e-9 between the two solvers.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -264,6 +266,90 @@ TEST_CASE("hash modes at scale: the simulator with several seeds, incremental ag
   }
   CHECK(compared > 40);
   CHECK(seeds_differ > 5);  // seeds hash differently
+}
+
+// The hash modes' problems have every share and scale 1, and TightLinks
+// and FootprintOf then set one bit per (NIC link, class) instead of
+// grouping the aggregates by NIC link (sim/flow_solver.cpp, CoverBits).
+// The same problem with its shares written out as 1.0 takes the general
+// path: both must give the same tight links and the same footprint, to the
+// bit. The components are checked against a grouping written here: two
+// aggregates are in one component when a chain of shared tight links (or
+// classes with a tight link) joins them; ids dense in order of first
+// aggregate.
+TEST_CASE("hash modes: the unit-share bounds and the components match the general path, to the bit") {
+  int problems = 0, redundant_seen = 0, multi_component = 0;
+  for (uint64_t seed = 9201; seed < 9221; ++seed) {
+    CAPTURE(seed);
+    HashCase c = RandomHashCase(seed);
+    if (c.snapshot->jobs->size() == 0) continue;
+    auto o = sim::FlowOptions::Exact();
+    o.routing = sim::FlowRouting::kHashResilient;
+    auto st = StateOf(c, o);
+    const model::DrainMask none, mask(*c.snapshot->topology, c.drain);
+    for (const model::DrainMask* m : {&none, &mask}) {
+      auto sc = st->Run(*m, {}, 1, {});
+      REQUIRE(sc.has_value());
+      FluidProblem& p = sc->problem;
+      REQUIRE(p.private_shares.empty());
+      REQUIRE(p.term_scales.empty());
+      size_t redundant_fast = 0, redundant_general = 0;
+      const auto tight_fast = sim::TightLinks(p, &redundant_fast);
+      const auto foot_fast = sim::FootprintOf(p, sc->solution, SIZE_MAX);
+
+      // Components from the definition, over the tight links.
+      const size_t na = p.aggregate_count();
+      std::vector<uint32_t> group(na);
+      for (size_t a = 0; a < na; ++a) group[a] = static_cast<uint32_t>(a);
+      std::function<uint32_t(uint32_t)> find = [&](uint32_t a) {
+        return group[a] == a ? a : group[a] = find(group[a]);
+      };
+      std::map<uint32_t, uint32_t> first_on;  // tight link -> an aggregate on it
+      for (size_t a = 0; a < na; ++a) {
+        std::vector<uint32_t> links(p.private_links.begin() + p.private_offsets[a],
+                                    p.private_links.begin() + p.private_offsets[a + 1]);
+        for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+          for (const sim::LinkShare& ls : p.classes[p.terms[k]]) {
+            if (tight_fast[ls.link]) links.push_back(ls.link);
+          }
+        }
+        for (uint32_t l : links) {
+          auto [it, fresh] = first_on.emplace(l, static_cast<uint32_t>(a));
+          if (!fresh) group[find(static_cast<uint32_t>(a))] = find(it->second);
+        }
+      }
+      std::map<uint32_t, uint32_t> dense;
+      for (size_t a = 0; a < na; ++a) {
+        auto [it, fresh] = dense.emplace(find(static_cast<uint32_t>(a)), static_cast<uint32_t>(dense.size()));
+        CAPTURE(a);
+        CHECK(sc->solution.component_of(a) == it->second);
+      }
+      multi_component += dense.size() > 1;
+
+      p.private_shares.assign(p.private_links.size(), 1.0);  // the general path
+      const auto tight_general = sim::TightLinks(p, &redundant_general);
+      const auto foot_general = sim::FootprintOf(p, sc->solution, SIZE_MAX);
+      CHECK(tight_fast == tight_general);
+      CHECK(redundant_fast == redundant_general);
+      redundant_seen += redundant_fast > 0;
+      REQUIRE(!foot_fast.empty());
+      CHECK(foot_fast.offsets == foot_general.offsets);
+      REQUIRE(foot_fast.entries.size() == foot_general.entries.size());
+      for (size_t i = 0; i < foot_fast.entries.size(); ++i) {
+        const auto& x = foot_fast.entries[i];
+        const auto& y = foot_general.entries[i];
+        CAPTURE(i);
+        CHECK(x.link == y.link);
+        CHECK(std::bit_cast<uint64_t>(x.side0) == std::bit_cast<uint64_t>(y.side0));
+        CHECK(std::bit_cast<uint64_t>(x.side1) == std::bit_cast<uint64_t>(y.side1));
+        CHECK(std::bit_cast<uint64_t>(x.load) == std::bit_cast<uint64_t>(y.load));
+      }
+      ++problems;
+    }
+  }
+  CHECK(problems > 20);
+  CHECK(redundant_seen > 0);   // some fabric links bounded below capacity
+  CHECK(multi_component > 0);  // problems with several components
 }
 
 }  // namespace
