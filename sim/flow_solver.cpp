@@ -623,24 +623,39 @@ class IncrementalEvents {
       // Aggregates at or above r_min: a suffix of order_ (ascending rates).
       size_t top = order_.size();
       while (top > 0 && rate_[order_[top - 1]] >= r_min) --top;
-      refill_.clear();
+      high_.clear();
       for (size_t k = top; k < order_.size(); ++k) {
-        const uint32_t i = order_[k];
-        if (!active_[i]) continue;
-        remaining_[i] -= rate_[i] * (now - since_[i]);
-        since_[i] = now;
-        refill_.push_back(i);
+        if (active_[order_[k]]) high_.push_back(order_[k]);
       }
       order_.resize(top);
-      if (std::isfinite(r_min) && live > 0) {
+      const bool refill = std::isfinite(r_min) && live > 0;
+      // Without classes (the hash modes), only the high aggregates that a
+      // chain of shared links joins to the batch's can change (Reached).
+      if (refill && p.class_off.size() == 1) {
+        Reached(p);
+      } else {
+        refill_.swap(high_);
+        high_.clear();
+      }
+      for (uint32_t i : refill_) {
+        remaining_[i] -= rate_[i] * (now - since_[i]);
+        since_[i] = now;
+      }
+      if (refill) {
         Refill(p, r_min);
         for (uint32_t i : refill_) Predict(i, now);
       }
       // The refilled aggregates are all >= r_min > every rate before them
       // (only flows that crossed no link, at infinite rate, finished when
-      // r_min is infinite: nothing else changes).
+      // r_min is infinite: nothing else changes). Those left in high_ kept
+      // their rates and their order.
       SortByRate(refill_);
-      order_.insert(order_.end(), refill_.begin(), refill_.end());
+      if (high_.empty()) {
+        order_.insert(order_.end(), refill_.begin(), refill_.end());
+      } else {
+        std::merge(high_.begin(), high_.end(), refill_.begin(), refill_.end(), std::back_inserter(order_),
+                   [&](uint32_t x, uint32_t y) { return rate_[x] != rate_[y] ? rate_[x] < rate_[y] : x < y; });
+      }
     }
     return {};
   }
@@ -736,6 +751,83 @@ class IncrementalEvents {
     classes_.push_back(c);
     class_sum_[c] = class_old_[c] = class_dsum_[c] = 0;
     class_n_[c] = class_dn_[c] = 0;
+  }
+
+  // Splits high_ (the active aggregates at or above r_min, in order) into
+  // refill_, those joined to a finished aggregate by a chain of links each
+  // crossed by two of them (or by it and a finished one), and what is left
+  // in high_, both in high_'s order. Only for problems without classes.
+  //
+  // Why the others keep their rates. A link crossed by one of them is
+  // crossed by no finished aggregate and no refilled one, so it carries the
+  // same fixed (low) load and the same high members as before the batch;
+  // filling from r_min treats independent groups of links and members
+  // apart, so each such group fills as it did. Their predictions stay
+  // valid too. On the 32k MoE hash case, 21 % (baseline) to 35 % (drained)
+  // of the high aggregates are reached.
+  void Reached(const LocalProblem& p) {
+    if (++reach_stamp_ == 0) {
+      std::fill(reach_link_.begin(), reach_link_.end(), 0);
+      std::fill(reach_agg_.begin(), reach_agg_.end(), 0);
+      reach_stamp_ = 1;
+    }
+    if (reach_link_.size() < p.links.size()) reach_link_.resize(p.links.size(), 0);
+    if (reach_agg_.size() < p.aggs.size()) reach_agg_.resize(p.aggs.size(), 0);
+    if (reach_slot_.size() < p.links.size()) reach_slot_.resize(p.links.size());
+    // The high aggregates of each link they cross (CSR over slots).
+    reach_off_.assign(1, 0);
+    for (uint32_t a : high_) {
+      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
+        const uint32_t l = p.priv[k];
+        if (reach_link_[l] != reach_stamp_) {
+          reach_link_[l] = reach_stamp_;
+          reach_slot_[l] = static_cast<uint32_t>(reach_off_.size() - 1);
+          reach_off_.push_back(0);
+        }
+        ++reach_off_[reach_slot_[l] + 1];
+      }
+    }
+    const size_t slots = reach_off_.size() - 1;
+    for (size_t s = 0; s < slots; ++s) reach_off_[s + 1] += reach_off_[s];
+    reach_aggs_.resize(reach_off_.back());
+    reach_fill_.assign(reach_off_.begin(), reach_off_.end() - 1);
+    for (uint32_t a : high_) {
+      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k)
+        reach_aggs_[reach_fill_[reach_slot_[p.priv[k]]]++] = a;
+    }
+    // From the finished aggregates' links, through high aggregates.
+    reach_seen_.assign(slots, 0);
+    reach_queue_.clear();
+    auto visit = [&](uint32_t l) {
+      if (reach_link_[l] != reach_stamp_) return;  // no high aggregate on it
+      const uint32_t slot = reach_slot_[l];
+      if (!reach_seen_[slot]) {
+        reach_seen_[slot] = 1;
+        reach_queue_.push_back(slot);
+      }
+    };
+    for (uint32_t a : finished_) {
+      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) visit(p.priv[k]);
+    }
+    for (size_t q = 0; q < reach_queue_.size(); ++q) {
+      const uint32_t slot = reach_queue_[q];
+      for (uint32_t j = reach_off_[slot]; j < reach_off_[slot + 1]; ++j) {
+        const uint32_t a = reach_aggs_[j];
+        if (reach_agg_[a] == reach_stamp_) continue;
+        reach_agg_[a] = reach_stamp_;
+        for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) visit(p.priv[k]);
+      }
+    }
+    refill_.clear();
+    size_t kept = 0;
+    for (uint32_t a : high_) {
+      if (reach_agg_[a] == reach_stamp_) {
+        refill_.push_back(a);
+      } else {
+        high_[kept++] = a;
+      }
+    }
+    high_.resize(kept);
   }
 
   // New rates of refill_ (the active aggregates at or above r_min) with
@@ -964,7 +1056,11 @@ class IncrementalEvents {
   std::vector<Finish> heap_;   // re-predictions (std heap)
   size_t compact_at_ = 4096;   // heap_ size at which stale entries are dropped
   std::vector<double> usage_;  // per local link: load of every active aggregate at its rate
-  std::vector<uint32_t> finished_, refill_;
+  std::vector<uint32_t> finished_, refill_, high_;
+  // Reached's scratch: stamps per local link and aggregate, slots of links.
+  uint32_t reach_stamp_ = 0;
+  std::vector<uint32_t> reach_link_, reach_agg_, reach_slot_, reach_off_, reach_aggs_, reach_fill_, reach_queue_;
+  std::vector<uint8_t> reach_seen_;
   // Re-fill scratch.
   uint32_t stamp_ = 0;
   std::vector<uint32_t> link_stamp_, class_stamp_, agg_stamp_;
