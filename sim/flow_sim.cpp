@@ -77,16 +77,15 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   auto keep = [&](size_t k, Scenario sc) {
     // The outcome and, for seeds after the first, what their drained runs
     // need to route only the components a drain touches (at most one entry
-    // per two aggregates or per directed link, or none): both only read sc,
-    // so at once.
-    RunTasks(runner, 2, [&](size_t task) {
-      if (task == 0) {
-        st->baseline_outcomes[k] = Summarize(*st, sc);
-      } else if (st->hash() && k > 0 && st->options.partial_drained_runs) {
-        const size_t cap = std::max(sc.problem.aggregate_count() / 2, st->capacity_bps.size());
-        sc.footprint = FootprintOf(sc.problem, sc.solution, cap);
-      }
-    });
+    // per two aggregates or per directed link, or none), on the runner's
+    // threads: the footprint is most of the time of keeping a seed, and
+    // beside the outcome, which takes a few per cent of it, it left a
+    // thread idle.
+    st->baseline_outcomes[k] = Summarize(*st, sc);
+    if (st->hash() && k > 0 && st->options.partial_drained_runs) {
+      const size_t cap = std::max(sc.problem.aggregate_count() / 2, st->capacity_bps.size());
+      sc.footprint = FootprintOf(sc.problem, sc.solution, cap, runner);
+    }
     pool.Give(std::move(sc.problem));
     sc.problem = FluidProblem{};
     if (st->hash()) {

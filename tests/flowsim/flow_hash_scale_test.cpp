@@ -344,6 +344,42 @@ TEST_CASE("hash modes: the unit-share bounds and the components match the genera
         CHECK(std::bit_cast<uint64_t>(x.side1) == std::bit_cast<uint64_t>(y.side1));
         CHECK(std::bit_cast<uint64_t>(x.load) == std::bit_cast<uint64_t>(y.load));
       }
+
+      // Through two threads (the union find's two halves, the footprint's
+      // two sides and two runs of components): the same components and
+      // the same footprint, to the bit; and no footprint one entry short.
+      const sim::TaskRunner runner = sim::ThreadsRunner(2);
+      sim::FlowSimulator::State::RunFrom from;
+      from.runner = &runner;
+      auto sc2 = st->Run(*m, from, 1, {});
+      REQUIRE(sc2.has_value());
+      REQUIRE(sc2->solution.aggregate_count() == na);
+      for (size_t a = 0; a < na; ++a) {
+        CAPTURE(a);
+        CHECK(sc2->solution.component_of(a) == sc->solution.component_of(a));
+      }
+      for (const bool unit_shares : {true, false}) {
+        CAPTURE(unit_shares);
+        if (unit_shares) {
+          p.private_shares.clear();
+        } else {
+          p.private_shares.assign(p.private_links.size(), 1.0);
+        }
+        const auto threaded = sim::FootprintOf(p, sc->solution, SIZE_MAX, runner);
+        CHECK(threaded.offsets == foot_fast.offsets);
+        REQUIRE(threaded.entries.size() == foot_fast.entries.size());
+        for (size_t i = 0; i < threaded.entries.size(); ++i) {
+          const auto& x = threaded.entries[i];
+          const auto& y = foot_fast.entries[i];
+          CAPTURE(i);
+          CHECK(x.link == y.link);
+          CHECK(std::bit_cast<uint64_t>(x.side0) == std::bit_cast<uint64_t>(y.side0));
+          CHECK(std::bit_cast<uint64_t>(x.side1) == std::bit_cast<uint64_t>(y.side1));
+          CHECK(std::bit_cast<uint64_t>(x.load) == std::bit_cast<uint64_t>(y.load));
+        }
+        CHECK(sim::FootprintOf(p, sc->solution, threaded.entries.size() - 1, runner).empty());
+        CHECK(!sim::FootprintOf(p, sc->solution, threaded.entries.size(), runner).empty());
+      }
       ++problems;
     }
   }
