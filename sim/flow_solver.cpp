@@ -1312,12 +1312,14 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
     std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
     for (uint32_t a = 0; a < na; ++a) members[fill[sol.component_of(a)]++] = a;
   }
-  // The components in two runs of about equal aggregate counts, each with
-  // its own scratch and entries, joined in order: a component's entries do
-  // not depend on which run computes them.
+  // The components in two runs of about equal aggregate counts (the second
+  // from the first component that starts at or past half the aggregates;
+  // neither empty when there are two components or more), each with its
+  // own scratch and entries, joined in order: a component's entries do not
+  // depend on which run computes them.
   constexpr size_t kParts = 2;
-  size_t cut = 0;
-  while (cut < ncomp && 2 * comp_off[cut] < na) ++cut;
+  size_t cut = std::min<size_t>(1, ncomp);
+  while (cut + 1 < ncomp && 2 * comp_off[cut] < na) ++cut;
   const size_t part_begin[kParts + 1] = {0, cut, ncomp};
   ComponentFootprint part[kParts];
   bool too_many[kParts] = {false, false};

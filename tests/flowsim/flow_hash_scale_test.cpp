@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 
 #include <doctest/doctest.h>
 
@@ -325,6 +326,23 @@ TEST_CASE("hash modes: the unit-share bounds and the components match the genera
         CHECK(sc->solution.component_of(a) == it->second);
       }
       multi_component += dense.size() > 1;
+      // The footprint's links per component, from the definition: every
+      // directed link an aggregate of the component uses, ascending.
+      std::vector<std::set<uint32_t>> used(dense.size());
+      for (size_t a = 0; a < na; ++a) {
+        auto& u = used[sc->solution.component_of(a)];
+        for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) u.insert(p.private_links[k]);
+        for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+          for (const sim::LinkShare& ls : p.classes[p.terms[k]]) u.insert(ls.link);
+        }
+      }
+      REQUIRE(foot_fast.component_count() == used.size());
+      for (size_t comp = 0; comp < used.size(); ++comp) {
+        std::vector<uint32_t> links;
+        for (const auto& e : foot_fast.of(comp)) links.push_back(e.link);
+        CAPTURE(comp);
+        CHECK(links == std::vector<uint32_t>(used[comp].begin(), used[comp].end()));
+      }
 
       p.private_shares.assign(p.private_links.size(), 1.0);  // the general path
       const auto tight_general = sim::TightLinks(p, &redundant_general);
