@@ -269,6 +269,21 @@ TEST_CASE("hash modes at scale: the simulator with several seeds, incremental ag
   CHECK(seeds_differ > 5);  // seeds hash differently
 }
 
+// Two footprints with the same components, links and sums, to the bit.
+void CheckSameFootprint(const sim::ComponentFootprint& x, const sim::ComponentFootprint& y) {
+  CHECK(x.offsets == y.offsets);
+  REQUIRE(x.entries.size() == y.entries.size());
+  for (size_t i = 0; i < x.entries.size(); ++i) {
+    const auto& a = x.entries[i];
+    const auto& b = y.entries[i];
+    CAPTURE(i);
+    CHECK(a.link == b.link);
+    CHECK(std::bit_cast<uint64_t>(a.side0) == std::bit_cast<uint64_t>(b.side0));
+    CHECK(std::bit_cast<uint64_t>(a.side1) == std::bit_cast<uint64_t>(b.side1));
+    CHECK(std::bit_cast<uint64_t>(a.load) == std::bit_cast<uint64_t>(b.load));
+  }
+}
+
 // The hash modes' problems have every share and scale 1, and TightLinks
 // and FootprintOf then set one bit per (NIC link, class) instead of
 // grouping the aggregates by NIC link (sim/flow_solver.cpp, CoverBits).
@@ -351,17 +366,7 @@ TEST_CASE("hash modes: the unit-share bounds and the components match the genera
       CHECK(redundant_fast == redundant_general);
       redundant_seen += redundant_fast > 0;
       REQUIRE(!foot_fast.empty());
-      CHECK(foot_fast.offsets == foot_general.offsets);
-      REQUIRE(foot_fast.entries.size() == foot_general.entries.size());
-      for (size_t i = 0; i < foot_fast.entries.size(); ++i) {
-        const auto& x = foot_fast.entries[i];
-        const auto& y = foot_general.entries[i];
-        CAPTURE(i);
-        CHECK(x.link == y.link);
-        CHECK(std::bit_cast<uint64_t>(x.side0) == std::bit_cast<uint64_t>(y.side0));
-        CHECK(std::bit_cast<uint64_t>(x.side1) == std::bit_cast<uint64_t>(y.side1));
-        CHECK(std::bit_cast<uint64_t>(x.load) == std::bit_cast<uint64_t>(y.load));
-      }
+      CheckSameFootprint(foot_fast, foot_general);
 
       // Through two threads (the union find's two halves, the footprint's
       // two sides and two runs of components): the same components and
@@ -384,17 +389,7 @@ TEST_CASE("hash modes: the unit-share bounds and the components match the genera
           p.private_shares.assign(p.private_links.size(), 1.0);
         }
         const auto threaded = sim::FootprintOf(p, sc->solution, SIZE_MAX, runner);
-        CHECK(threaded.offsets == foot_fast.offsets);
-        REQUIRE(threaded.entries.size() == foot_fast.entries.size());
-        for (size_t i = 0; i < threaded.entries.size(); ++i) {
-          const auto& x = threaded.entries[i];
-          const auto& y = foot_fast.entries[i];
-          CAPTURE(i);
-          CHECK(x.link == y.link);
-          CHECK(std::bit_cast<uint64_t>(x.side0) == std::bit_cast<uint64_t>(y.side0));
-          CHECK(std::bit_cast<uint64_t>(x.side1) == std::bit_cast<uint64_t>(y.side1));
-          CHECK(std::bit_cast<uint64_t>(x.load) == std::bit_cast<uint64_t>(y.load));
-        }
+        CheckSameFootprint(threaded, foot_fast);
         CHECK(sim::FootprintOf(p, sc->solution, threaded.entries.size() - 1, runner).empty());
         CHECK(!sim::FootprintOf(p, sc->solution, threaded.entries.size(), runner).empty());
       }
