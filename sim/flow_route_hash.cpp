@@ -23,23 +23,24 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   sc.demand_seed_free.assign(nd, 0);
   sc.job_connected.assign(snapshot->jobs->size(), 1);
 
-  // Per-hop hashing along a class DAG from `from` to `to` (its walk index,
-  // made once per table: flow_routes.h). Resilient: keep the baseline
-  // choice at a hop while it is still a next hop.
+  // Per-hop hashing along a class DAG from `from` to `to` (a row of the
+  // table's forwarding table, or a host pair's walk index: flow_routes.h).
+  // Resilient: keep the baseline choice at a hop while it is still a next
+  // hop.
   using Hop = WalkIndex::Hop;
   auto walk = [&](const RouteTable::Class& c, const RouteTable::Class* bc, uint32_t from, uint32_t to,
                   uint64_t flow_hash, std::vector<uint32_t>& path) {
-    if (c.walk == nullptr) return;
-    const WalkIndex& w = *c.walk;
-    uint32_t node = from, k = w.IndexOf(from);
-    for (int guard = 0; node != to && k != WalkIndex::kNone && guard < 64; ++guard) {
-      auto cand = w.OutOfIndex(k);
+    if (!c.hashed()) return;
+    // A route the drain left alone is the baseline's (same row or index): same pick.
+    const bool keep = resilient && bc != nullptr && bc->hashed() && !bc->SameWalk(c);
+    uint32_t node = from;
+    for (int guard = 0; node != to && guard < 64; ++guard) {
+      auto cand = c.Out(node);
       if (cand.empty()) break;
       const uint64_t h = Mix(flow_hash ^ (static_cast<uint64_t>(node) * 0x9E3779B97F4A7C15ull));
       const Hop* pick = &cand[h % cand.size()];
-      // A route the drain left alone is the baseline's (same index): same pick.
-      if (resilient && bc != nullptr && bc->walk != nullptr && bc->walk != c.walk) {
-        auto bcand = bc->walk->OutOf(node);
+      if (keep) {
+        auto bcand = bc->Out(node);
         if (!bcand.empty()) {
           const Hop& was = bcand[h % bcand.size()];
           auto it = std::find_if(cand.begin(), cand.end(), [&](const Hop& l) { return l.directed == was.directed; });
@@ -48,7 +49,6 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       }
       path.push_back(pick->directed);
       node = pick->to;
-      k = w.next[w.begin[k] + static_cast<uint32_t>(pick - cand.data())];
     }
   };
 

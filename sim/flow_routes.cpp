@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/huge_pages.h"
+
 namespace drainwise::sim {
 
 // NICs an endpoint uses: the named one while it is up, otherwise every other
@@ -30,7 +32,101 @@ std::span<const WalkIndex::Hop> WalkIndex::OutOf(uint32_t node) const {
   return k == kNone ? std::span<const Hop>{} : OutOfIndex(k);
 }
 
+size_t HashFib::bytes() const {
+  return BytesOf(switch_of) + BytesOf(group) + BytesOf(group_begin) + BytesOf(hops) + row_of_dest.size() * 32 +
+         row_of_dest.bucket_count() * sizeof(void*);
+}
+
+namespace {
+
+uint32_t SourceSwitch(const RouteTable::Class& c) { return static_cast<uint32_t>((c.key >> 31) & 0xFFFFFFFFull); }
+uint32_t DestSwitch(const RouteTable::Class& c) { return static_cast<uint32_t>(c.key & 0x7FFFFFFFull); }
+
+// Moves the hash modes' new switch-pair classes `todo` of `table` from their
+// walk indices to rows of the table's forwarding table, on one thread after
+// the routing (group ids in class order: the same table whatever the
+// threads). A class whose DAG would disagree with its row at some switch
+// (none on the fabrics tried; the argument in flow_routes.h says none can)
+// keeps its walk index.
+void BuildHashFib(const RoutingIndex& index, const std::vector<uint32_t>& todo, RouteTable& table) {
+  if (!table.own_fib) {
+    table.own_fib = std::make_unique<HashFib>();
+    HashFib& f = *table.own_fib;
+    f.switch_of.assign(index.node_count(), HashFib::kNone);
+    for (uint32_t n = 0; n < index.node_count(); ++n) {
+      if (!index.is_host(NodeId(n))) f.switch_of[n] = f.switches++;
+    }
+  }
+  HashFib& f = *table.own_fib;
+  using Hop = WalkIndex::Hop;
+  auto same = [](std::span<const Hop> x, std::span<const Hop> y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(),
+                      [](const Hop& a, const Hop& b) { return a.to == b.to && a.directed == b.directed; });
+  };
+  auto group_span = [&](uint32_t g) {
+    return std::span<const Hop>(f.hops.data() + f.group_begin[g], f.group_begin[g + 1] - f.group_begin[g]);
+  };
+  auto intern = [&](std::span<const Hop> out) {
+    uint64_t h = out.size();
+    for (const Hop& x : out) h = Mix(h ^ (static_cast<uint64_t>(x.to) << 32 | x.directed));
+    for (auto [it, end] = f.group_of_hash.equal_range(h); it != end; ++it) {
+      if (same(group_span(it->second), out)) return it->second;
+    }
+    const auto g = static_cast<uint32_t>(f.group_begin.size() - 1);
+    f.hops.insert(f.hops.end(), out.begin(), out.end());
+    f.group_begin.push_back(static_cast<uint32_t>(f.hops.size()));
+    f.group_of_hash.emplace(h, g);
+    return g;
+  };
+  for (uint32_t i : todo) {
+    RouteTable::Class& c = table.classes[i];
+    if ((c.key & kExplicitKey) != 0 || c.walk == nullptr) continue;
+    const WalkIndex& w = *c.walk;
+    auto [it, fresh] = f.row_of_dest.emplace(DestSwitch(c), static_cast<uint32_t>(f.row_of_dest.size()));
+    if (fresh) f.group.resize(f.row_of_dest.size() * f.switches, HashFib::kNone);
+    uint32_t* row = f.group.data() + static_cast<size_t>(it->second) * f.switches;
+    bool agrees = true;
+    for (uint32_t k = 0; agrees && k < w.nodes.size(); ++k) {
+      const uint32_t s = f.switch_of[w.nodes[k]];
+      agrees = s != HashFib::kNone && (row[s] == HashFib::kNone || same(group_span(row[s]), w.OutOfIndex(k)));
+    }
+    if (!agrees) continue;
+    for (uint32_t k = 0; k < w.nodes.size(); ++k) {
+      uint32_t& g = row[f.switch_of[w.nodes[k]]];
+      if (g == HashFib::kNone) g = intern(w.OutOfIndex(k));
+    }
+    c.fib = &f;
+    c.fib_row = it->second;
+    c.walk = nullptr;
+  }
+  f.group_of_hash.clear();  // a later build (a drained table's) makes its own
+}
+
+}  // namespace
+
 bool ClassTouchesDrain(const model::Topology& topo, const RouteTable::Class& c, const model::DrainMask& mask) {
+  if (c.fib != nullptr) {
+    // The switches a walk from the source can reach, and the links out of them.
+    const HashFib& f = *c.fib;
+    std::vector<uint8_t> seen(f.switches, 0);
+    std::vector<uint32_t> stack{SourceSwitch(c)};
+    seen[f.switch_of[stack.back()]] = 1;
+    while (!stack.empty()) {
+      const uint32_t n = stack.back();
+      stack.pop_back();
+      auto out = f.Out(c.fib_row, n);
+      if (!out.empty() && mask.node_down(NodeId(n))) return true;
+      for (const WalkIndex::Hop& h : out) {
+        if (mask.link_down(LinkOfDirected(h.directed)) || mask.node_down(NodeId(h.to))) return true;
+        const uint32_t s = f.switch_of[h.to];
+        if (s != HashFib::kNone && !seen[s]) {
+          seen[s] = 1;
+          stack.push_back(h.to);
+        }
+      }
+    }
+    return false;
+  }
   if (c.walk != nullptr) {
     const WalkIndex& w = *c.walk;
     for (size_t k = 0; k < w.nodes.size(); ++k) {
@@ -69,6 +165,8 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
         c.hops = b->hops;
         c.links = b->links;
         c.shares = b->shares;
+        c.fib = b->fib;
+        c.fib_row = b->fib_row;
         c.walk = b->walk;
         continue;
       }
@@ -160,8 +258,6 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
           w.hops.push_back({sorted[j].to, sorted[j].directed});
         }
         w.begin.push_back(static_cast<uint32_t>(sorted.size()));
-        w.next.resize(w.hops.size());
-        for (size_t h = 0; h < w.hops.size(); ++h) w.next[h] = w.IndexOf(w.hops[h].to);
         c.walk = &w;
         continue;
       }
@@ -201,6 +297,13 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
   cuts.push_back(todo.size());
   RunTasks(runner != nullptr ? *runner : TaskRunner{}, cuts.size() - 1,
            [&](size_t r) { route_range(cuts[r], cuts[r + 1]); });
+  if (sort_by_from) {
+    BuildHashFib(index, todo, table);
+    // The walk indices moved to the table are not needed any more.
+    for (size_t k = 0; k < todo.size(); ++k) {
+      if (table.classes[todo[k]].walk != walk_of[k]) *walk_of[k] = WalkIndex{};
+    }
+  }
 }
 
 }  // namespace drainwise::sim

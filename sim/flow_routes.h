@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -66,8 +67,10 @@ struct ClassLink {
 // A class's DAG as the hash modes walk it: its distinct `from` nodes,
 // ascending, where each one's links start, and of each link only the node
 // it leads to and its directed id, in (from, directed) order. 8 B per link
-// instead of a ClassLink's 32 (the 32k MoE tables: 4.3 M links), made once
-// per table and read by every seed's walks.
+// instead of a ClassLink's 32, made once per table and read by every seed's
+// walks. Every class has one while its table is routed; a switch-pair
+// class's then moves into the table's HashFib below, and only host pairs
+// (explicit flows) keep theirs.
 struct WalkIndex {
   struct Hop {
     uint32_t to, directed;
@@ -75,11 +78,6 @@ struct WalkIndex {
   static constexpr uint32_t kNone = UINT32_MAX;
   std::vector<uint32_t> nodes, begin;  // begin: one more than nodes
   std::vector<Hop> hops;
-  // Per hop: the index in `nodes` of the node it leads to (kNone: no link
-  // out of it, the walk's end), so that a walk looks a node up once, at its
-  // start, instead of at every hop (a binary search each: ~6 % of the hash
-  // modes' CPU on 32k-moe).
-  std::vector<uint32_t> next;
   // The index of `node` in `nodes`; kNone when it is not in the DAG.
   uint32_t IndexOf(uint32_t node) const;
   // The links out of nodes[k].
@@ -88,6 +86,39 @@ struct WalkIndex {
   }
   // The links out of `node`; empty when it is not in the DAG.
   std::span<const Hop> OutOf(uint32_t node) const;
+};
+
+// The hash modes' switch-pair routes as a forwarding table: per destination
+// switch (a row) and per switch, the group of links out of it on shortest
+// paths to the destination, in directed-id order, as a class's WalkIndex
+// lists them. A link out of switch n is on a shortest path from a source to
+// the destination exactly when it leads one hop closer to the destination,
+// whatever the source (for n on such a path), so every class of one
+// destination shares the row, and groups are stored once however many
+// (destination, switch) entries name them: on a Clos fabric a spine's
+// uplinks are one group for every destination in another pod. On 32k-moe
+// the baseline's walks read 4.3 M DAG links over ~55 MB as one WalkIndex
+// per class (a cache miss at most hops); its table is 2.2 MB: 256 rows of
+// 1,536 switches and 10,752 groups of 49,152 links.
+struct HashFib {
+  static constexpr uint32_t kNone = UINT32_MAX;
+  using Hop = WalkIndex::Hop;
+  std::vector<uint32_t> switch_of;  // node id -> switch index, kNone for hosts
+  uint32_t switches = 0;
+  std::vector<uint32_t> group;  // per row, per switch index: its group, kNone off every walk of the row
+  std::vector<uint32_t> group_begin{0};
+  std::vector<Hop> hops;
+  std::unordered_map<uint32_t, uint32_t> row_of_dest;         // destination switch -> row
+  std::unordered_multimap<uint64_t, uint32_t> group_of_hash;  // while building: a group's content hash -> group
+
+  // The group of `node` in `row`; empty when none.
+  std::span<const Hop> Out(uint32_t row, uint32_t node) const {
+    const uint32_t s = switch_of[node];
+    const uint32_t g = s == kNone ? kNone : group[static_cast<size_t>(row) * switches + s];
+    if (g == kNone) return {};
+    return std::span<const Hop>(hops.data() + group_begin[g], group_begin[g + 1] - group_begin[g]);
+  }
+  size_t bytes() const;
 };
 
 // Routes between switch pairs (NIC-to-NIC flows: the fabric between the two
@@ -108,13 +139,29 @@ struct RouteTable {
     // whose shares list every link of the DAG (each is on a shortest path,
     // so its share is > 0), and in the hash modes, which keep `walk`.
     std::span<const ClassLink> links;
-    const WalkIndex* walk = nullptr;    // hash modes (owned by this table or the one borrowed from)
+    // Hash modes: a switch-pair class's row of a forwarding table, else (a
+    // host pair) its walk index; owned by this table or the one borrowed from.
+    const HashFib* fib = nullptr;
+    uint32_t fib_row = 0;
+    const WalkIndex* walk = nullptr;
+    bool hashed() const { return fib != nullptr || walk != nullptr; }
+    // The links out of `node` a walk may take (hash modes).
+    std::span<const WalkIndex::Hop> Out(uint32_t node) const {
+      return fib != nullptr    ? fib->Out(fib_row, node)
+             : walk != nullptr ? walk->OutOf(node)
+                               : std::span<const WalkIndex::Hop>{};
+    }
+    // Both walk the same routes (the same row or index).
+    bool SameWalk(const Class& o) const {
+      return fib == o.fib && walk == o.walk && (fib == nullptr || fib_row == o.fib_row);
+    }
     std::span<const LinkShare> shares;  // the routing mode's share of each link (> 0 only); empty in hash modes
   };
   std::vector<Class> classes;
   std::deque<std::vector<ClassLink>> own_links;
   std::deque<std::vector<LinkShare>> own_shares;
   std::deque<WalkIndex> own_walks;
+  std::unique_ptr<HashFib> own_fib;  // hash modes (a pointer: classes point into it and the table moves)
   std::unordered_map<uint64_t, uint32_t> by_key;
 
   static uint64_t SwitchKey(uint32_t a, uint32_t b) { return (static_cast<uint64_t>(a) << 31) | b; }

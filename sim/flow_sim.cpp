@@ -18,8 +18,8 @@ size_t BytesOf(const RouteTable& t) {
   size_t n = sim::BytesOf(t.classes);
   for (const auto& v : t.own_links) n += sim::BytesOf(v);
   for (const auto& v : t.own_shares) n += sim::BytesOf(v);
-  for (const WalkIndex& w : t.own_walks)
-    n += sim::BytesOf(w.nodes) + sim::BytesOf(w.begin) + sim::BytesOf(w.hops) + sim::BytesOf(w.next);
+  for (const WalkIndex& w : t.own_walks) n += sim::BytesOf(w.nodes) + sim::BytesOf(w.begin) + sim::BytesOf(w.hops);
+  if (t.own_fib) n += t.own_fib->bytes();
   // A node per entry (key, value, next pointer, cached hash) and a bucket array.
   return n + t.by_key.size() * 32 + t.by_key.bucket_count() * sizeof(void*);
 }

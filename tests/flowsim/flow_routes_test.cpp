@@ -4,6 +4,8 @@
 // baseline's routes).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -110,7 +112,7 @@ TEST_CASE("route classes: routing through a runner changes nothing") {
   }
   REQUIRE(!spine.switches.empty());
   const model::DrainMask drained(*topo, spine);
-  auto same = [](const RouteTable& a, const RouteTable& b) {
+  auto same = [&](const RouteTable& a, const RouteTable& b) {
     REQUIRE(a.classes.size() == b.classes.size());
     size_t links = 0;
     for (size_t i = 0; i < a.classes.size(); ++i) {
@@ -133,16 +135,19 @@ TEST_CASE("route classes: routing through a runner changes nothing") {
         CHECK(x.links[k].hop_share == y.links[k].hop_share);
         CHECK(x.links[k].path_share == y.links[k].path_share);
       }
-      REQUIRE((x.walk == nullptr) == (y.walk == nullptr));
-      if (x.walk != nullptr) {
-        CHECK(x.walk->nodes == y.walk->nodes);
-        CHECK(x.walk->begin == y.walk->begin);
-        REQUIRE(x.walk->hops.size() == y.walk->hops.size());
-        for (size_t k = 0; k < x.walk->hops.size(); ++k) {
-          CHECK(x.walk->hops[k].to == y.walk->hops[k].to);
-          CHECK(x.walk->hops[k].directed == y.walk->hops[k].directed);
+      // Hash modes: the same links out of every node, in the same order.
+      REQUIRE(x.hashed() == y.hashed());
+      CHECK((x.fib == nullptr) == (y.fib == nullptr));
+      if (x.hashed()) {
+        for (uint32_t n = 0; n < topo->node_count(); ++n) {
+          auto ox = x.Out(n), oy = y.Out(n);
+          REQUIRE(ox.size() == oy.size());
+          for (size_t k = 0; k < ox.size(); ++k) {
+            CHECK(ox[k].to == oy[k].to);
+            CHECK(ox[k].directed == oy[k].directed);
+          }
+          links += ox.size();
         }
-        links += x.walk->hops.size();
       }
       links += x.links.size() + x.shares.size();
     }
@@ -164,6 +169,71 @@ TEST_CASE("route classes: routing through a runner changes nothing") {
     CHECK(rerouted > 0);
     CHECK(rerouted < d_one.classes.size());
   }
+}
+
+// The hash modes keep a switch pair's routes as a row of the table's
+// forwarding table, shared by every class of one destination switch
+// (flow_routes.h, HashFib). Each class must still see exactly its own DAG:
+// at every node of it, the links out of the node (in directed-id order) of
+// the DAG the adaptive layout keeps as links; drained, the classes the
+// drain leaves alone keep the baseline's row and the others get a row of
+// the drained table.
+TEST_CASE("route classes: hash modes' forwarding-table rows are each class's own DAG") {
+  auto preset = *fabric::FindPreset("demo");
+  auto spec = fabric::GenerateFabric(preset.fabric);
+  auto topo = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
+  const RoutingIndex index(*topo);
+  model::Drain spine;
+  for (uint32_t n = 0; n < topo->node_count() && spine.switches.empty(); ++n) {
+    if (topo->node(NodeId(n)).tier == "spine") spine.switches = {NodeId(n)};
+  }
+  const model::DrainMask none, drained(*topo, spine);
+  const RouteTable hash = LeafPairs(index, false, true, none, nullptr, true);
+  const RouteTable dag = LeafPairs(index, false, true, none, nullptr, false);
+  const RouteTable d_hash = LeafPairs(index, false, true, drained, &hash, true);
+  const RouteTable d_dag = LeafPairs(index, false, true, drained, &dag, false);
+  size_t nodes = 0, rows_shared = 0, rerouted = 0;
+  for (const auto& [h, d] : {std::pair{&hash, &dag}, std::pair{&d_hash, &d_dag}}) {
+    REQUIRE(h->classes.size() == d->classes.size());
+    for (size_t i = 0; i < h->classes.size(); ++i) {
+      const RouteTable::Class& x = h->classes[i];
+      const RouteTable::Class& y = d->classes[i];
+      CAPTURE(i);
+      REQUIRE(x.connected == y.connected);
+      if (!x.connected) continue;
+      REQUIRE(x.fib != nullptr);
+      CHECK(x.walk == nullptr);
+      std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> out;  // from -> (directed, to)
+      for (const ClassLink& l : y.links) out[l.from].push_back({l.directed, l.to});
+      for (auto& [from, links] : out) {
+        std::sort(links.begin(), links.end());
+        auto got = x.Out(from);
+        REQUIRE(got.size() == links.size());
+        for (size_t k = 0; k < links.size(); ++k) {
+          CHECK(got[k].directed == links[k].first);
+          CHECK(got[k].to == links[k].second);
+        }
+        ++nodes;
+      }
+      if (h == &d_hash) {
+        const RouteTable::Class* b = hash.Find(x.key);
+        REQUIRE(b != nullptr);
+        CHECK(x.SameWalk(*b) == x.clean);
+        rerouted += !x.clean;
+      } else {
+        for (size_t j = 0; j < i; ++j) rows_shared += h->classes[j].SameWalk(x);
+      }
+    }
+  }
+  CHECK(nodes > 0);
+  CHECK(rows_shared > 0);  // classes of one destination share a row
+  CHECK(rerouted > 0);
+  REQUIRE(hash.own_fib != nullptr);
+  REQUIRE(d_hash.own_fib != nullptr);
+  // Groups stored once: fewer than the (row, switch) entries naming them.
+  size_t named = 0;
+  for (uint32_t g : hash.own_fib->group) named += g != HashFib::kNone;
+  CHECK(hash.own_fib->group_begin.size() - 1 < named);
 }
 
 }  // namespace
