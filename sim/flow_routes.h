@@ -137,7 +137,7 @@ struct RouteTable {
     uint16_t hops = 0;   // switch pair: links between the two switches; host pair: whole path
     // The DAG's links: kept for adaptive; empty in spray and spray-path,
     // whose shares list every link of the DAG (each is on a shortest path,
-    // so its share is > 0), and in the hash modes, which keep `walk`.
+    // so its share is > 0), and in the hash modes, which walk `fib` or `walk`.
     std::span<const ClassLink> links;
     // Hash modes: a switch-pair class's row of a forwarding table, else (a
     // host pair) its walk index; owned by this table or the one borrowed from.
