@@ -32,8 +32,32 @@ std::span<const WalkIndex::Hop> WalkIndex::OutOf(uint32_t node) const {
   return k == kNone ? std::span<const Hop>{} : OutOfIndex(k);
 }
 
+uint32_t HopGroups::Intern(std::span<const Hop> out) {
+  uint64_t h = out.size();
+  for (const Hop& x : out) h = Mix(h ^ (static_cast<uint64_t>(x.to) << 32 | x.directed));
+  auto same = [&](uint32_t g) {
+    auto have = (*this)[g];
+    return std::equal(have.begin(), have.end(), out.begin(), out.end(),
+                      [](const Hop& x, const Hop& y) { return x.to == y.to && x.directed == y.directed; });
+  };
+  for (auto [it, end] = by_hash.equal_range(h); it != end; ++it) {
+    if (same(it->second)) return it->second;
+  }
+  const auto g = static_cast<uint32_t>(size());
+  hops.insert(hops.end(), out.begin(), out.end());
+  begin.push_back(static_cast<uint32_t>(hops.size()));
+  by_hash.emplace(h, g);
+  return g;
+}
+
+uint32_t HashFib::RowOf(uint32_t dest) {
+  auto [it, fresh] = row_of_dest.emplace(dest, static_cast<uint32_t>(row_of_dest.size()));
+  if (fresh) group.resize(row_of_dest.size() * switches, kNone);
+  return it->second;
+}
+
 size_t HashFib::bytes() const {
-  return BytesOf(switch_of) + BytesOf(group) + BytesOf(group_begin) + BytesOf(hops) + row_of_dest.size() * 32 +
+  return BytesOf(switch_of) + BytesOf(group) + BytesOf(groups.begin) + BytesOf(groups.hops) + row_of_dest.size() * 32 +
          row_of_dest.bucket_count() * sizeof(void*);
 }
 
@@ -42,13 +66,14 @@ namespace {
 uint32_t SourceSwitch(const RouteTable::Class& c) { return static_cast<uint32_t>((c.key >> 31) & 0xFFFFFFFFull); }
 uint32_t DestSwitch(const RouteTable::Class& c) { return static_cast<uint32_t>(c.key & 0x7FFFFFFFull); }
 
-// Moves the hash modes' new switch-pair classes `todo` of `table` from their
-// walk indices to rows of the table's forwarding table, on one thread after
-// the routing (group ids in class order: the same table whatever the
-// threads). A class whose DAG would disagree with its row at some switch
-// (none on the fabrics tried; the argument in flow_routes.h says none can)
-// keeps its walk index.
-void BuildHashFib(const RoutingIndex& index, const std::vector<uint32_t>& todo, RouteTable& table) {
+bool SameHops(std::span<const WalkIndex::Hop> x, std::span<const WalkIndex::Hop> y) {
+  return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const WalkIndex::Hop& a, const WalkIndex::Hop& b) {
+    return a.to == b.to && a.directed == b.directed;
+  });
+}
+
+// The table's forwarding table, made (no rows) when it has none.
+HashFib& FibOf(const RoutingIndex& index, RouteTable& table) {
   if (!table.own_fib) {
     table.own_fib = std::make_unique<HashFib>();
     HashFib& f = *table.own_fib;
@@ -57,49 +82,35 @@ void BuildHashFib(const RoutingIndex& index, const std::vector<uint32_t>& todo, 
       if (!index.is_host(NodeId(n))) f.switch_of[n] = f.switches++;
     }
   }
+  return *table.own_fib;
+}
+
+// Moves the hash modes' switch-pair classes of `todo` that still have a walk
+// index (those routed with a tree of their own) to rows of the table's
+// forwarding table, where the row agrees with their DAG at every switch (it
+// always should: flow_routes.h); a class that would disagree keeps its index.
+void MoveWalksToFib(const std::vector<uint32_t>& todo, RouteTable& table) {
   HashFib& f = *table.own_fib;
-  using Hop = WalkIndex::Hop;
-  auto same = [](std::span<const Hop> x, std::span<const Hop> y) {
-    return std::equal(x.begin(), x.end(), y.begin(), y.end(),
-                      [](const Hop& a, const Hop& b) { return a.to == b.to && a.directed == b.directed; });
-  };
-  auto group_span = [&](uint32_t g) {
-    return std::span<const Hop>(f.hops.data() + f.group_begin[g], f.group_begin[g + 1] - f.group_begin[g]);
-  };
-  auto intern = [&](std::span<const Hop> out) {
-    uint64_t h = out.size();
-    for (const Hop& x : out) h = Mix(h ^ (static_cast<uint64_t>(x.to) << 32 | x.directed));
-    for (auto [it, end] = f.group_of_hash.equal_range(h); it != end; ++it) {
-      if (same(group_span(it->second), out)) return it->second;
-    }
-    const auto g = static_cast<uint32_t>(f.group_begin.size() - 1);
-    f.hops.insert(f.hops.end(), out.begin(), out.end());
-    f.group_begin.push_back(static_cast<uint32_t>(f.hops.size()));
-    f.group_of_hash.emplace(h, g);
-    return g;
-  };
   for (uint32_t i : todo) {
     RouteTable::Class& c = table.classes[i];
     if ((c.key & kExplicitKey) != 0 || c.walk == nullptr) continue;
     const WalkIndex& w = *c.walk;
-    auto [it, fresh] = f.row_of_dest.emplace(DestSwitch(c), static_cast<uint32_t>(f.row_of_dest.size()));
-    if (fresh) f.group.resize(f.row_of_dest.size() * f.switches, HashFib::kNone);
-    uint32_t* row = f.group.data() + static_cast<size_t>(it->second) * f.switches;
+    const uint32_t r = f.RowOf(DestSwitch(c));
+    uint32_t* row = f.row_data(r);
     bool agrees = true;
     for (uint32_t k = 0; agrees && k < w.nodes.size(); ++k) {
       const uint32_t s = f.switch_of[w.nodes[k]];
-      agrees = s != HashFib::kNone && (row[s] == HashFib::kNone || same(group_span(row[s]), w.OutOfIndex(k)));
+      agrees = s != HashFib::kNone && (row[s] == HashFib::kNone || SameHops(f.groups[row[s]], w.OutOfIndex(k)));
     }
     if (!agrees) continue;
     for (uint32_t k = 0; k < w.nodes.size(); ++k) {
       uint32_t& g = row[f.switch_of[w.nodes[k]]];
-      if (g == HashFib::kNone) g = intern(w.OutOfIndex(k));
+      if (g == HashFib::kNone) g = f.groups.Intern(w.OutOfIndex(k));
     }
     c.fib = &f;
-    c.fib_row = it->second;
+    c.fib_row = r;
     c.walk = nullptr;
   }
-  f.group_of_hash.clear();  // a later build (a drained table's) makes its own
 }
 
 }  // namespace
@@ -203,10 +214,46 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
     shares_of[k] = &table.own_shares.emplace_back();
     if (keep_links) links_of[k] = &table.own_links.emplace_back();
   }
+  // Hash modes: the rows of a range's destinations, made from each
+  // destination's tree in groups of the range's own, joined into the
+  // table's forwarding table once every range is routed (flow_routes.h).
+  // A switch-pair class routed with its destination's tree needs no DAG of
+  // its own: a row lists, at every switch the tree reaches, the links one
+  // hop closer (as RouteWorkspace::Route would take them for any source).
+  struct RangeRows {
+    std::vector<uint32_t> dests, group;  // per row: its destination, and per switch its group
+    HopGroups groups;
+    std::vector<std::pair<uint32_t, uint32_t>> class_row;  // (k in todo, row)
+  };
+  const HashFib* fib = sort_by_from ? &FibOf(index, table) : nullptr;
   // Routes the classes todo[kb, ke) (whole destinations) with one tree.
-  auto route_range = [&](size_t kb, size_t ke) {
+  auto route_range = [&](size_t kb, size_t ke, RangeRows& rows) {
     PathTree tree, own_tree;
     RouteWorkspace ws;
+    std::vector<WalkIndex::Hop> out;
+    uint64_t tree_dest = UINT64_MAX;
+    uint32_t tree_row = HashFib::kNone;  // the row of `tree`'s destination, once made
+    auto make_row = [&]() {
+      const auto r = static_cast<uint32_t>(rows.dests.size());
+      rows.dests.push_back(static_cast<uint32_t>(tree_dest));  // a switch-pair destination: the switch
+      rows.group.resize(rows.dests.size() * fib->switches, HashFib::kNone);
+      uint32_t* row = rows.group.data() + static_cast<size_t>(r) * fib->switches;
+      for (uint32_t u : tree.order()) {
+        const uint16_t du = tree.distance(NodeId(u));
+        if (du < 2) continue;  // the destination's switch: the walk ends there
+        out.clear();
+        for (const Hop& h : index.switch_hops(NodeId(u))) {
+          if (tree.distance(NodeId(h.peer)) + 1 == du && !mask.link_down(LinkId(h.link)) &&
+              !mask.node_down(NodeId(h.peer))) {
+            out.push_back({h.peer, h.directed});
+          }
+        }
+        std::sort(out.begin(), out.end(),
+                  [](const WalkIndex::Hop& x, const WalkIndex::Hop& y) { return x.directed < y.directed; });
+        row[fib->switch_of[u]] = rows.groups.Intern(out);
+      }
+      return r;
+    };
     std::vector<ClassLink> sorted;  // hash modes: a class's links by (from, directed)
     // The BFS of a destination's tree stops once the switches of all its
     // sources are reached: a same-pod leaf pair costs a pod, not the fabric.
@@ -214,7 +261,6 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
     auto add_targets = [&](const RouteTable::Class& c) {
       for (const model::Adjacency& nic : src_attachment(c).nics) targets.push_back(nic.peer.value);
     };
-    uint64_t tree_dest = UINT64_MAX;
     for (size_t k = kb; k < ke; ++k) {
       const uint32_t i = todo[k];
       RouteTable::Class& c = table.classes[i];
@@ -223,6 +269,7 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
         for (size_t m = k; m < ke && dest_of(todo[m]) == dest_of(i); ++m) add_targets(table.classes[todo[m]]);
         tree.BuildUntil(index, mask, dst_attachment(c), targets);
         tree_dest = dest_of(i);
+        tree_row = HashFib::kNone;
       }
       const PathTree* t = &tree;
       if (tree.destination().host.value == c.rep_src) {  // a host on both switches: route to its own rep
@@ -230,6 +277,22 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
         add_targets(c);
         own_tree.BuildUntil(index, mask, dst_attachment(c), targets);
         t = &own_tree;
+      }
+      if (sort_by_from && (c.key & kExplicitKey) == 0 && t == &tree) {
+        // Connected when the source's NIC switch is reached (the tree is
+        // this mask's: every switch it reaches has a next hop), with one
+        // link per hop between the two switches.
+        uint16_t best = kUnreachable;
+        for (const model::Adjacency& nic : src_attachment(c).nics) {
+          if (!mask.link_down(nic.link) && !mask.node_down(nic.peer)) best = std::min(best, tree.distance(nic.peer));
+        }
+        c.computed = true;
+        c.connected = best != kUnreachable && !mask.node_down(tree.destination().host);
+        if (!c.connected) continue;
+        c.hops = static_cast<uint16_t>(best - 1);
+        if (tree_row == HashFib::kNone) tree_row = make_row();
+        rows.class_row.push_back({static_cast<uint32_t>(k), tree_row});
+        continue;
       }
       PairRoute r = ws.Route(index, mask, *t, src_attachment(c));
       c.computed = true;
@@ -295,10 +358,34 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
     if (dest_of(todo[k]) != dest_of(todo[k - 1]) && k - cuts.back() >= todo.size() / ranges) cuts.push_back(k);
   }
   cuts.push_back(todo.size());
+  std::vector<RangeRows> rows(cuts.size() - 1);
   RunTasks(runner != nullptr ? *runner : TaskRunner{}, cuts.size() - 1,
-           [&](size_t r) { route_range(cuts[r], cuts[r + 1]); });
+           [&](size_t r) { route_range(cuts[r], cuts[r + 1], rows[r]); });
   if (sort_by_from) {
-    BuildHashFib(index, todo, table);
+    // The ranges' rows into the table's, in range order; then the classes
+    // routed with a tree of their own.
+    HashFib& f = *table.own_fib;
+    std::vector<uint32_t> global;
+    for (RangeRows& rr : rows) {
+      global.resize(rr.groups.size());
+      for (uint32_t g = 0; g < rr.groups.size(); ++g) global[g] = f.groups.Intern(rr.groups[g]);
+      std::vector<uint32_t> row_of(rr.dests.size());
+      for (uint32_t r = 0; r < rr.dests.size(); ++r) {
+        row_of[r] = f.RowOf(rr.dests[r]);
+        uint32_t* to = f.row_data(row_of[r]);
+        const uint32_t* from = rr.group.data() + static_cast<size_t>(r) * f.switches;
+        for (uint32_t sw = 0; sw < f.switches; ++sw) {
+          if (to[sw] == HashFib::kNone && from[sw] != HashFib::kNone) to[sw] = global[from[sw]];
+        }
+      }
+      for (auto [k, r] : rr.class_row) {
+        RouteTable::Class& c = table.classes[todo[k]];
+        c.fib = &f;
+        c.fib_row = row_of[r];
+      }
+    }
+    MoveWalksToFib(todo, table);
+    f.groups.by_hash.clear();  // a later build (a drained table's) makes its own
     // The walk indices moved to the table are not needed any more.
     for (size_t k = 0; k < todo.size(); ++k) {
       if (table.classes[todo[k]].walk != walk_of[k]) *walk_of[k] = WalkIndex{};

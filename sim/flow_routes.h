@@ -68,9 +68,10 @@ struct ClassLink {
 // ascending, where each one's links start, and of each link only the node
 // it leads to and its directed id, in (from, directed) order. 8 B per link
 // instead of a ClassLink's 32, made once per table and read by every seed's
-// walks. Every class has one while its table is routed; a switch-pair
-// class's then moves into the table's HashFib below, and only host pairs
-// (explicit flows) keep theirs.
+// walks. Only host pairs (explicit flows) keep one: a switch pair's routes
+// are a row of the table's HashFib below, made from its destination's tree
+// (a pair routed with a tree of its own, when its source host is that
+// tree's destination, gets an index that then moves into the row).
 struct WalkIndex {
   struct Hop {
     uint32_t to, directed;
@@ -88,6 +89,21 @@ struct WalkIndex {
   std::span<const Hop> OutOf(uint32_t node) const;
 };
 
+// Groups of hops, each distinct one stored once.
+struct HopGroups {
+  using Hop = WalkIndex::Hop;
+  std::vector<uint32_t> begin{0};
+  std::vector<Hop> hops;
+  std::unordered_multimap<uint64_t, uint32_t> by_hash;  // while building: content hash -> group
+
+  size_t size() const { return begin.size() - 1; }
+  std::span<const Hop> operator[](uint32_t g) const {
+    return std::span<const Hop>(hops.data() + begin[g], begin[g + 1] - begin[g]);
+  }
+  // The id of a group with these hops, stored if new.
+  uint32_t Intern(std::span<const Hop> out);
+};
+
 // The hash modes' switch-pair routes as a forwarding table: per destination
 // switch (a row) and per switch, the group of links out of it on shortest
 // paths to the destination, in directed-id order, as a class's WalkIndex
@@ -98,26 +114,29 @@ struct WalkIndex {
 // (destination, switch) entries name them: on a Clos fabric a spine's
 // uplinks are one group for every destination in another pod. On 32k-moe
 // the baseline's walks read 4.3 M DAG links over ~55 MB as one WalkIndex
-// per class (a cache miss at most hops); its table is 2.2 MB: 256 rows of
-// 1,536 switches and 10,752 groups of 49,152 links.
+// per class (a cache miss at most hops); its table is 2.7 MB: 256 rows of
+// 1,536 switches and 11,520 groups of 73,728 links. A row is made from the
+// destination's shortest-path tree, every switch the tree reaches at once
+// (a few more than the walks visit), so route classes compute no DAG per
+// switch pair in the hash modes.
 struct HashFib {
   static constexpr uint32_t kNone = UINT32_MAX;
   using Hop = WalkIndex::Hop;
   std::vector<uint32_t> switch_of;  // node id -> switch index, kNone for hosts
   uint32_t switches = 0;
   std::vector<uint32_t> group;  // per row, per switch index: its group, kNone off every walk of the row
-  std::vector<uint32_t> group_begin{0};
-  std::vector<Hop> hops;
-  std::unordered_map<uint32_t, uint32_t> row_of_dest;         // destination switch -> row
-  std::unordered_multimap<uint64_t, uint32_t> group_of_hash;  // while building: a group's content hash -> group
+  HopGroups groups;
+  std::unordered_map<uint32_t, uint32_t> row_of_dest;  // destination switch -> row
 
   // The group of `node` in `row`; empty when none.
   std::span<const Hop> Out(uint32_t row, uint32_t node) const {
     const uint32_t s = switch_of[node];
     const uint32_t g = s == kNone ? kNone : group[static_cast<size_t>(row) * switches + s];
-    if (g == kNone) return {};
-    return std::span<const Hop>(hops.data() + group_begin[g], group_begin[g + 1] - group_begin[g]);
+    return g == kNone ? std::span<const Hop>{} : groups[g];
   }
+  // The row of destination switch `dest`, made (every entry kNone) when new.
+  uint32_t RowOf(uint32_t dest);
+  uint32_t* row_data(uint32_t row) { return group.data() + static_cast<size_t>(row) * switches; }
   size_t bytes() const;
 };
 
