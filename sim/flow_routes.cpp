@@ -32,16 +32,21 @@ std::span<const WalkIndex::Hop> WalkIndex::OutOf(uint32_t node) const {
   return k == kNone ? std::span<const Hop>{} : OutOfIndex(k);
 }
 
+namespace {
+
+bool SameHops(std::span<const WalkIndex::Hop> x, std::span<const WalkIndex::Hop> y) {
+  return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const WalkIndex::Hop& a, const WalkIndex::Hop& b) {
+    return a.to == b.to && a.directed == b.directed;
+  });
+}
+
+}  // namespace
+
 uint32_t HopGroups::Intern(std::span<const Hop> out) {
   uint64_t h = out.size();
   for (const Hop& x : out) h = Mix(h ^ (static_cast<uint64_t>(x.to) << 32 | x.directed));
-  auto same = [&](uint32_t g) {
-    auto have = (*this)[g];
-    return std::equal(have.begin(), have.end(), out.begin(), out.end(),
-                      [](const Hop& x, const Hop& y) { return x.to == y.to && x.directed == y.directed; });
-  };
   for (auto [it, end] = by_hash.equal_range(h); it != end; ++it) {
-    if (same(it->second)) return it->second;
+    if (SameHops((*this)[it->second], out)) return it->second;
   }
   const auto g = static_cast<uint32_t>(size());
   hops.insert(hops.end(), out.begin(), out.end());
@@ -65,12 +70,6 @@ namespace {
 
 uint32_t SourceSwitch(const RouteTable::Class& c) { return static_cast<uint32_t>((c.key >> 31) & 0xFFFFFFFFull); }
 uint32_t DestSwitch(const RouteTable::Class& c) { return static_cast<uint32_t>(c.key & 0x7FFFFFFFull); }
-
-bool SameHops(std::span<const WalkIndex::Hop> x, std::span<const WalkIndex::Hop> y) {
-  return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const WalkIndex::Hop& a, const WalkIndex::Hop& b) {
-    return a.to == b.to && a.directed == b.directed;
-  });
-}
 
 // The table's forwarding table, made (no rows) when it has none.
 HashFib& FibOf(const RoutingIndex& index, RouteTable& table) {
