@@ -200,14 +200,26 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
     return c.rep_src_nic == kAllNics ? index.HostAttachment(NodeId(c.rep_src))
                                      : index.NicAttachment(NodeId(c.rep_src), static_cast<size_t>(c.rep_src_nic));
   };
+  // Classes routed with a tree of their own: the source host is the
+  // destination host of the tree of their destination, built from the
+  // first class of that destination (a host on both switches).
+  std::vector<uint8_t> alone(todo.size(), 0);
+  for (size_t k = 0, first = 0; k < todo.size(); ++k) {
+    if (dest_of(todo[k]) != dest_of(todo[first])) first = k;
+    alone[k] = table.classes[todo[first]].rep_dst == table.classes[todo[k]].rep_src;
+  }
   // Each class's lists, made before the routing so that destinations can be
-  // routed at once (a deque does not move its elements as it grows).
+  // routed at once (a deque does not move its elements as it grows). In the
+  // hash modes only the classes that need a DAG of their own get a walk
+  // index: host pairs, and switch pairs routed with a tree of their own.
   std::vector<std::vector<LinkShare>*> shares_of(todo.size());
   std::vector<std::vector<ClassLink>*> links_of(todo.size());
-  std::vector<WalkIndex*> walk_of(todo.size());
+  std::vector<WalkIndex*> walk_of(todo.size(), nullptr);
   for (size_t k = 0; k < todo.size(); ++k) {
     if (sort_by_from) {
-      walk_of[k] = &table.own_walks.emplace_back();
+      if ((table.classes[todo[k]].key & kExplicitKey) != 0 || alone[k]) {
+        walk_of[k] = &table.own_walks.emplace_back();
+      }
       continue;
     }
     shares_of[k] = &table.own_shares.emplace_back();
@@ -271,7 +283,7 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
         tree_row = HashFib::kNone;
       }
       const PathTree* t = &tree;
-      if (tree.destination().host.value == c.rep_src) {  // a host on both switches: route to its own rep
+      if (alone[k]) {  // a host on both switches: route to its own rep
         targets.clear();
         add_targets(c);
         own_tree.BuildUntil(index, mask, dst_attachment(c), targets);
@@ -387,7 +399,7 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
     f.groups.by_hash.clear();  // a later build (a drained table's) makes its own
     // The walk indices moved to the table are not needed any more.
     for (size_t k = 0; k < todo.size(); ++k) {
-      if (table.classes[todo[k]].walk != walk_of[k]) *walk_of[k] = WalkIndex{};
+      if (walk_of[k] != nullptr && table.classes[todo[k]].walk != walk_of[k]) *walk_of[k] = WalkIndex{};
     }
   }
 }
