@@ -165,13 +165,15 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
     r.agg_demand.push_back(static_cast<uint32_t>(i));
   };
   auto route = [&](size_t i, Range& r, bool first) {
+    // A partial run's first pass made every demand's choices and cut off
+    // the jobs left without a route: a demand it leaves out needs nothing.
+    if (!sc.routed.empty() && !sc.routed[i]) return;
     const FlowDemand& d = demands[i];
     const bool ok = choose(i, r);
     if (!ok) {
       r.cut_jobs.push_back(d.job);
       return;
     }
-    if (!sc.routed.empty() && !sc.routed[i]) return;
     const double bits = units::BitsFromBytes(d.bytes);
     std::vector<uint32_t>& flat = r.flat;
     std::vector<uint32_t>& off = r.off;

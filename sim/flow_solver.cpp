@@ -534,8 +534,9 @@ class IncrementalEvents {
     AssignHuge(since_, n, 0.0);
     AssignHuge(version_, n, 0);
     order_.clear();
-    // Exact room (push_back's doubling would keep up to twice it, per thread).
-    order_.reserve(n);
+    // Room for n (push_back's doubling would keep up to twice it, per thread;
+    // ReserveHuge takes 1/32 more, so the next component may fit in it).
+    ReserveHuge(order_, n);
     for (size_t i = 0; i < n; ++i) {
       remaining_[i] = bits[p.aggs[i]];
       if (remaining_[i] > 0) active_[i] = 1;
@@ -568,7 +569,7 @@ class IncrementalEvents {
     heap_.clear();
     compact_at_ = 4096;
     initial_.clear();
-    initial_.reserve(order_.size());
+    ReserveHuge(initial_, order_.size());
     cursor_ = 0;
     for (uint32_t i : order_) {
       version_[i] = 1;
@@ -765,63 +766,58 @@ class IncrementalEvents {
   // apart, so each such group fills as it did. Their predictions stay
   // valid too. On the 32k MoE hash case, 21 % (baseline) to 35 % (drained)
   // of the high aggregates are reached.
+  //
+  // How. The links of each high aggregate are joined in a union find over
+  // the links the batch meets (a parent per link, valid where its stamp is
+  // this batch's); the sets holding a finished aggregate's link are marked;
+  // a high aggregate is reached when its set is marked. One pass over the
+  // high aggregates' links and one over the finished ones', instead of an
+  // index of the high aggregates per link and a search through it.
   void Reached(const LocalProblem& p) {
     if (++reach_stamp_ == 0) {
       std::fill(reach_link_.begin(), reach_link_.end(), 0);
-      std::fill(reach_agg_.begin(), reach_agg_.end(), 0);
       reach_stamp_ = 1;
     }
-    if (reach_link_.size() < p.links.size()) reach_link_.resize(p.links.size(), 0);
-    if (reach_agg_.size() < p.aggs.size()) reach_agg_.resize(p.aggs.size(), 0);
-    if (reach_slot_.size() < p.links.size()) reach_slot_.resize(p.links.size());
-    // The high aggregates of each link they cross (CSR over slots).
-    reach_off_.assign(1, 0);
+    if (reach_link_.size() < p.links.size()) {
+      reach_link_.resize(p.links.size(), 0);
+      reach_parent_.resize(p.links.size());
+      reach_mark_.resize(p.links.size());
+    }
+    auto find = [&](uint32_t l) {
+      if (reach_link_[l] != reach_stamp_) {  // first met in this batch: a set of its own
+        reach_link_[l] = reach_stamp_;
+        reach_parent_[l] = l;
+        reach_mark_[l] = 0;
+        return l;
+      }
+      while (reach_parent_[l] != l) {
+        reach_parent_[l] = reach_parent_[reach_parent_[l]];  // path halving
+        l = reach_parent_[l];
+      }
+      return l;
+    };
     for (uint32_t a : high_) {
+      const uint32_t b = p.priv_off[a], e = p.priv_off[a + 1];
+      if (b == e) continue;
+      uint32_t root = find(p.priv[b]);
+      for (uint32_t k = b + 1; k < e; ++k) {
+        uint32_t r = find(p.priv[k]);
+        if (r == root) continue;
+        if (r < root) std::swap(r, root);  // the smaller id is the root
+        reach_parent_[r] = root;
+      }
+    }
+    for (uint32_t a : finished_) {
       for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
         const uint32_t l = p.priv[k];
-        if (reach_link_[l] != reach_stamp_) {
-          reach_link_[l] = reach_stamp_;
-          reach_slot_[l] = static_cast<uint32_t>(reach_off_.size() - 1);
-          reach_off_.push_back(0);
-        }
-        ++reach_off_[reach_slot_[l] + 1];
-      }
-    }
-    const size_t slots = reach_off_.size() - 1;
-    for (size_t s = 0; s < slots; ++s) reach_off_[s + 1] += reach_off_[s];
-    reach_aggs_.resize(reach_off_.back());
-    reach_fill_.assign(reach_off_.begin(), reach_off_.end() - 1);
-    for (uint32_t a : high_) {
-      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k)
-        reach_aggs_[reach_fill_[reach_slot_[p.priv[k]]]++] = a;
-    }
-    // From the finished aggregates' links, through high aggregates.
-    reach_seen_.assign(slots, 0);
-    reach_queue_.clear();
-    auto visit = [&](uint32_t l) {
-      if (reach_link_[l] != reach_stamp_) return;  // no high aggregate on it
-      const uint32_t slot = reach_slot_[l];
-      if (!reach_seen_[slot]) {
-        reach_seen_[slot] = 1;
-        reach_queue_.push_back(slot);
-      }
-    };
-    for (uint32_t a : finished_) {
-      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) visit(p.priv[k]);
-    }
-    for (size_t q = 0; q < reach_queue_.size(); ++q) {
-      const uint32_t slot = reach_queue_[q];
-      for (uint32_t j = reach_off_[slot]; j < reach_off_[slot + 1]; ++j) {
-        const uint32_t a = reach_aggs_[j];
-        if (reach_agg_[a] == reach_stamp_) continue;
-        reach_agg_[a] = reach_stamp_;
-        for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) visit(p.priv[k]);
+        if (reach_link_[l] == reach_stamp_) reach_mark_[find(l)] = 1;  // else no high aggregate on it
       }
     }
     refill_.clear();
     size_t kept = 0;
     for (uint32_t a : high_) {
-      if (reach_agg_[a] == reach_stamp_) {
+      const uint32_t b = p.priv_off[a];
+      if (b != p.priv_off[a + 1] && reach_mark_[find(p.priv[b])]) {
         refill_.push_back(a);
       } else {
         high_[kept++] = a;
@@ -1057,10 +1053,11 @@ class IncrementalEvents {
   size_t compact_at_ = 4096;   // heap_ size at which stale entries are dropped
   std::vector<double> usage_;  // per local link: load of every active aggregate at its rate
   std::vector<uint32_t> finished_, refill_, high_;
-  // Reached's scratch: stamps per local link and aggregate, slots of links.
+  // Reached's scratch, per local link: a stamp (valid in this batch), its
+  // parent in the batch's union find, and a root's mark.
   uint32_t reach_stamp_ = 0;
-  std::vector<uint32_t> reach_link_, reach_agg_, reach_slot_, reach_off_, reach_aggs_, reach_fill_, reach_queue_;
-  std::vector<uint8_t> reach_seen_;
+  std::vector<uint32_t> reach_link_, reach_parent_;
+  std::vector<uint8_t> reach_mark_;
   // Re-fill scratch.
   uint32_t stamp_ = 0;
   std::vector<uint32_t> link_stamp_, class_stamp_, agg_stamp_;

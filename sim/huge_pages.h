@@ -36,9 +36,14 @@ inline void AdviseHugePages(const void* data, size_t bytes) {
 }
 
 // Reserves room for `n` elements in `v` and advises huge pages for it.
+// When it must grow, it takes 1/32 more: consecutive buffers of about one
+// size (the components of one seed, 893.3 k +- 0.3 k aggregates each on the
+// 32k MoE hash case) then fit the first one's pages instead of each
+// slightly larger one faulting in a fresh allocation.
 template <class T>
 void ReserveHuge(std::vector<T>& v, size_t n) {
-  v.reserve(n);
+  if (v.capacity() >= n) return;
+  v.reserve(n + n / 32);
   AdviseHugePages(v.data(), v.capacity() * sizeof(T));
 }
 
