@@ -1130,8 +1130,8 @@ void AddCoverShare(const FluidProblem& p, int s, uint32_t m, std::span<const uin
 // one bit per (cover link, class), set in one pass over the aggregates in
 // their order, in which consecutive ones share their NICs (one row in
 // cache), instead of grouping millions of aggregates by cover link (a
-// scattered pass: on the 32k MoE hash case most of TightLinks and of
-// FootprintOf).
+// scattered pass: on the 32k MoE hash case it was most of TightLinks).
+// FootprintOf keeps such bits per component instead (ComponentSides).
 class CoverBits {
  public:
   // False, and nothing built, when a share or scale is not 1 or the bits
@@ -1157,11 +1157,9 @@ class CoverBits {
       return false;
     }
     AssignHuge(bits_, links_.size() * words_, uint64_t{0});
-    first_agg_.assign(links_.size(), UINT32_MAX);
     for (uint32_t a = 0; a < na; ++a) {
       if (p.private_offsets[a] == p.private_offsets[a + 1]) continue;  // no cover (as GroupByCover)
       const uint32_t row = row_of_[p.private_links[CoverOf(p, s, a)]];
-      if (first_agg_[row] == UINT32_MAX) first_agg_[row] = a;
       uint64_t* bits = bits_.data() + row * words_;
       for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
         const uint32_t c = p.terms[k];
@@ -1173,7 +1171,6 @@ class CoverBits {
   }
   bool built() const { return built_; }
   size_t rows() const { return links_.size(); }
-  uint32_t first_aggregate(size_t row) const { return first_agg_[row]; }  // one on the row's link
   // Adds the row's cover link capacity to side[c] for every class it reaches.
   void AddRow(const FluidProblem& p, size_t row, std::vector<double>& side) const {
     const double cap = p.capacity_bps[links_[row]];
@@ -1186,7 +1183,7 @@ class CoverBits {
  private:
   static constexpr uint32_t kNoRow = UINT32_MAX;
   static constexpr size_t kMaxBytes = size_t{64} << 20;
-  std::vector<uint32_t> row_of_, links_, first_agg_;
+  std::vector<uint32_t> row_of_, links_;
   size_t words_ = 0;
   std::vector<uint64_t> bits_;
   bool built_ = false;
@@ -1254,6 +1251,130 @@ std::vector<uint8_t> TightLinks(const FluidProblem& p, size_t* redundant, const 
   return tight;
 }
 
+namespace {
+
+// One component's part of the class sides (ClassRateBounds's two sums,
+// restricted to the component's cover links), added to side[s][class]. A
+// cover link is a private link, so all the aggregates on it are in one
+// component: the component's part of a class side sums its own cover links
+// in ascending order, as ClassRateBounds sums all of them, and where a
+// class is reached from one component only the two are the same to the bit.
+//
+// Unit shares and scales (the hash modes): one bit per (cover link, class)
+// of the component, local ids for both (a component reaches a fraction of
+// the classes: on the 32k MoE hash case 2,048 cover links and ~12 k of the
+// 49 k classes per side, 3 MB, where one bitset over the whole problem took
+// 50 MB per side, zeroed in fresh pages at every seed). Otherwise, or when
+// the bits would pass kMaxBytes, the component's aggregates grouped by cover
+// link and AddCoverShare per link.
+class ComponentSides {
+ public:
+  ComponentSides(size_t links, size_t classes) : col_(classes, kNone), best_(classes, 0.0) {
+    for (int s = 0; s < 2; ++s) {
+      row_[s].assign(links, kNone);
+      stamp_[s].assign(classes, UINT32_MAX);
+    }
+  }
+
+  void Add(const FluidProblem& p, std::span<const uint32_t> members, std::vector<double> (&side)[2]) {
+    const bool unit = p.private_shares.empty() && p.term_scales.empty();
+    for (const uint32_t a : members) {
+      for (int s = 0; s < 2; ++s) {
+        const uint32_t m = p.private_links[CoverOf(p, s, a)];
+        if (row_[s][m] == kNone) {
+          row_[s][m] = static_cast<uint32_t>(links_[s].size());
+          links_[s].push_back(m);
+        }
+      }
+      if (!unit) continue;
+      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+        const uint32_t c = p.terms[k];
+        if (col_[c] == kNone) {
+          col_[c] = static_cast<uint32_t>(classes_.size());
+          classes_.push_back(c);
+        }
+      }
+    }
+    const size_t words = (classes_.size() + 63) / 64;
+    const size_t bytes = (links_[0].size() + links_[1].size()) * words * sizeof(uint64_t);
+    if (unit && bytes <= kMaxBytes) {
+      AddBits(p, members, words, side);
+    } else {
+      for (int s = 0; s < 2; ++s) AddGrouped(p, s, members, side[s]);
+    }
+    for (int s = 0; s < 2; ++s) {
+      for (uint32_t m : links_[s]) row_[s][m] = kNone;
+      links_[s].clear();
+    }
+    for (uint32_t c : classes_) col_[c] = kNone;
+    classes_.clear();
+  }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  static constexpr size_t kMaxBytes = size_t{64} << 20;
+
+  // The component's rows in ascending link order.
+  void SortRows(int s) {
+    order_.resize(links_[s].size());
+    for (uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
+    std::sort(order_.begin(), order_.end(), [&](uint32_t x, uint32_t y) { return links_[s][x] < links_[s][y]; });
+  }
+
+  void AddBits(const FluidProblem& p, std::span<const uint32_t> members, size_t words, std::vector<double> (&side)[2]) {
+    bits_.assign((links_[0].size() + links_[1].size()) * words, 0);
+    uint64_t* base[2] = {bits_.data(), bits_.data() + links_[0].size() * words};
+    for (const uint32_t a : members) {
+      uint64_t* row[2];
+      for (int s = 0; s < 2; ++s) row[s] = base[s] + row_[s][p.private_links[CoverOf(p, s, a)]] * words;
+      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+        const uint32_t c = col_[p.terms[k]];
+        const uint64_t bit = uint64_t{1} << (c % 64);
+        row[0][c / 64] |= bit;
+        row[1][c / 64] |= bit;
+      }
+    }
+    for (int s = 0; s < 2; ++s) {
+      SortRows(s);
+      for (const uint32_t r : order_) {
+        const double cap = p.capacity_bps[links_[s][r]];
+        const uint64_t* bits = base[s] + r * words;
+        for (size_t w = 0; w < words; ++w) {
+          for (uint64_t b = bits[w]; b != 0; b &= b - 1) side[s][classes_[w * 64 + std::countr_zero(b)]] += cap;
+        }
+      }
+    }
+  }
+
+  // The members grouped by cover row (a counting sort, ascending within a
+  // row), then AddCoverShare per row in ascending link order.
+  void AddGrouped(const FluidProblem& p, int s, std::span<const uint32_t> members, std::vector<double>& side) {
+    const size_t nr = links_[s].size();
+    off_.assign(nr + 1, 0);
+    for (const uint32_t a : members) ++off_[row_[s][p.private_links[CoverOf(p, s, a)]] + 1];
+    for (size_t r = 0; r < nr; ++r) off_[r + 1] += off_[r];
+    grouped_.resize(members.size());
+    fill_.assign(off_.begin(), off_.end() - 1);
+    for (const uint32_t a : members) grouped_[fill_[row_[s][p.private_links[CoverOf(p, s, a)]]]++] = a;
+    SortRows(s);
+    for (const uint32_t r : order_) {
+      AddCoverShare(p, s, links_[s][r],
+                    std::span<const uint32_t>(grouped_.data() + off_[r], grouped_.data() + off_[r + 1]), stamp_[s],
+                    best_, reached_, side);
+    }
+  }
+
+  std::vector<uint32_t> row_[2], links_[2];  // per side: link -> local row, and the rows' links
+  std::vector<uint32_t> col_, classes_;      // class -> local column, and the columns' classes
+  std::vector<uint64_t> bits_;
+  // AddCoverShare's scratch; a stamp array per side, as a link may be a
+  // cover on both (an aggregate with one private link).
+  std::vector<uint32_t> stamp_[2], order_, off_, fill_, grouped_, reached_;
+  std::vector<double> best_;
+};
+
+}  // namespace
+
 ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, size_t max_entries,
                                const TaskRunner& runner) {
   const size_t na = p.aggregate_count(), nc = p.class_count(), nl = p.capacity_bps.size();
@@ -1269,39 +1390,7 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
   for (size_t a = 0; a < na; ++a) {
     if (p.private_offsets[a] == p.private_offsets[a + 1]) return {};
   }
-  // Each side's cover links grouped by component, ascending within it: a
-  // component's part of a class side sums its cover links in the order
-  // ClassRateBounds does. (A private link is tight, so all the aggregates
-  // on it are in one component.)
-  struct Covers {
-    CoverBits bits;                       // when it builds; else
-    std::vector<uint32_t> agg_off, aggs;  // per link: its aggregates
-    // Per component: its cover links (rows of bits, or link ids), ascending.
-    std::vector<uint32_t> comp_off, items;
-  };
-  Covers cover[2];
-  RunTasks(runner, 2, [&](size_t side) {
-    const int s = static_cast<int>(side);
-    Covers& cv = cover[s];
-    const bool fast = cv.bits.Build(p, s);
-    if (!fast) GroupByCover(p, s, cv.agg_off, cv.aggs);
-    const size_t n = fast ? cv.bits.rows() : nl;  // rows, or links
-    auto has = [&](uint32_t i) { return fast || cv.agg_off[i] != cv.agg_off[i + 1]; };
-    auto comp_of = [&](uint32_t i) {
-      return sol.component_of(fast ? cv.bits.first_aggregate(i) : cv.aggs[cv.agg_off[i]]);
-    };
-    cv.comp_off.assign(ncomp + 1, 0);
-    for (uint32_t i = 0; i < n; ++i) {
-      if (has(i)) ++cv.comp_off[comp_of(i) + 1];
-    }
-    for (size_t c = 0; c < ncomp; ++c) cv.comp_off[c + 1] += cv.comp_off[c];
-    cv.items.resize(cv.comp_off.back());
-    std::vector<uint32_t> fill(cv.comp_off.begin(), cv.comp_off.end() - 1);
-    for (uint32_t i = 0; i < n; ++i) {
-      if (has(i)) cv.items[fill[comp_of(i)]++] = i;
-    }
-  });
-  // Members of each component, for the loads.
+  // Members of each component, ascending.
   std::vector<uint32_t> comp_off(ncomp + 1, 0), members;
   for (size_t c = 0; c < ncomp; ++c) comp_off[c + 1] = comp_off[c] + sol.component_size[c];
   AssignHuge(members, na, 0u);
@@ -1323,10 +1412,9 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
   RunTasks(runner, kParts, [&](size_t t) {
     ComponentFootprint& f = part[t];
     std::vector<double> side[2] = {std::vector<double>(nc, 0.0), std::vector<double>(nc, 0.0)};
-    std::vector<double> load(nl, 0.0), best(nc, 0.0);
-    // One stamp array per side: a cover link is met once per side.
-    std::vector<uint32_t> stamp[2] = {std::vector<uint32_t>(nc, UINT32_MAX), std::vector<uint32_t>(nc, UINT32_MAX)};
-    std::vector<uint32_t> used, reached;
+    std::vector<double> load(nl, 0.0);
+    ComponentSides sides(nl, nc);
+    std::vector<uint32_t> used;
     std::vector<uint8_t> in_use(nl, 0);
     auto use = [&](uint32_t l) {
       if (!in_use[l]) {
@@ -1336,9 +1424,9 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
     };
     f.offsets.assign(1, 0);
     for (size_t c = part_begin[t]; c < part_begin[t + 1]; ++c) {
+      const std::span<const uint32_t> mine(members.data() + comp_off[c], members.data() + comp_off[c + 1]);
       used.clear();
-      for (uint32_t k = comp_off[c]; k < comp_off[c + 1]; ++k) {
-        const uint32_t a = members[k];
+      for (const uint32_t a : mine) {
         const double r = sol.rate0_bps[a] * p.weight[a];
         const bool loaded = r > 0 && std::isfinite(r);
         for (uint32_t i = p.private_offsets[a]; i < p.private_offsets[a + 1]; ++i) {
@@ -1351,19 +1439,7 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
           if (loaded) load[l] += r * p.term_scale(i);
         }
       }
-      for (int s = 0; s < 2; ++s) {
-        const Covers& cv = cover[s];
-        for (uint32_t k = cv.comp_off[c]; k < cv.comp_off[c + 1]; ++k) {
-          const uint32_t i = cv.items[k];
-          if (cv.bits.built()) {
-            cv.bits.AddRow(p, i, side[s]);
-            continue;
-          }
-          AddCoverShare(p, s, i,
-                        std::span<const uint32_t>(cv.aggs.data() + cv.agg_off[i], cv.aggs.data() + cv.agg_off[i + 1]),
-                        stamp[s], best, reached, side[s]);
-        }
-      }
+      sides.Add(p, mine, side);
       if (f.entries.size() + used.size() > max_entries) {
         too_many[t] = true;
         return;

@@ -238,8 +238,8 @@ struct ComponentFootprint {
 // The footprint of `solution`'s components. Only for problems whose classes
 // are each one link at share 1 and whose aggregates all have private links
 // (the hash modes'), where a class's sides are its link's; empty otherwise,
-// and when it would take more than `max_entries` entries. Its two sides'
-// cover links, then two runs of components, through `runner`.
+// and when it would take more than `max_entries` entries. The components in
+// two runs through `runner`, each component's sides from its own aggregates.
 ComponentFootprint FootprintOf(const FluidProblem& problem, const FluidSolution& solution, size_t max_entries,
                                const TaskRunner& runner = {});
 

@@ -107,7 +107,9 @@ struct HashCase {
 
 // Leaf/spine(/superspine) with several spines (many hashed paths), fabric
 // links slower than the NICs, all-to-all and ring jobs across leaves.
-HashCase RandomHashCase(uint64_t seed) {
+// `fat_core`: fabric links far above what the NICs can feed them, so that
+// none is tight and jobs that share one stay apart as components.
+HashCase RandomHashCase(uint64_t seed, bool fat_core = false) {
   std::mt19937_64 rng(seed);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   fabric::FabricOptions f;
@@ -123,6 +125,7 @@ HashCase RandomHashCase(uint64_t seed) {
   f.host_gbps = 100 * pick(1, 4);
   f.leaf_spine_gbps = 25 * pick(1, 4);
   f.spine_super_gbps = 25 * pick(1, 4);
+  if (fat_core) f.leaf_spine_gbps = f.spine_super_gbps = 100000;
   auto spec = fabric::GenerateFabric(f);
   auto t = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
   model::JobsSpec jobs = flowtest::RandomCollectiveJobs(*t, t->hosts(), rng, 3, 5);
@@ -294,10 +297,10 @@ void CheckSameFootprint(const sim::ComponentFootprint& x, const sim::ComponentFo
 // classes with a tight link) joins them; ids dense in order of first
 // aggregate.
 TEST_CASE("hash modes: the unit-share bounds and the components match the general path, to the bit") {
-  int problems = 0, redundant_seen = 0, multi_component = 0;
-  for (uint64_t seed = 9201; seed < 9221; ++seed) {
+  int problems = 0, redundant_seen = 0, multi_component = 0, shared_class_links = 0;
+  for (uint64_t seed = 9201; seed < 9231; ++seed) {
     CAPTURE(seed);
-    HashCase c = RandomHashCase(seed);
+    HashCase c = RandomHashCase(seed, seed >= 9221);
     if (c.snapshot->jobs->size() == 0) continue;
     auto o = sim::FlowOptions::Exact();
     o.routing = sim::FlowRouting::kHashResilient;
@@ -358,6 +361,38 @@ TEST_CASE("hash modes: the unit-share bounds and the components match the genera
         CAPTURE(comp);
         CHECK(links == std::vector<uint32_t>(used[comp].begin(), used[comp].end()));
       }
+      // Its sides, from the definition: on a class's link, the capacity of
+      // each distinct NIC link (source side, destination side) whose
+      // aggregates in the component cross the class, summed in ascending
+      // link order (every share is 1); 0 on a private link.
+      std::vector<std::map<uint32_t, std::set<uint32_t>>> covers[2];
+      for (auto& side : covers) side.resize(used.size());
+      for (size_t a = 0; a < na; ++a) {
+        const uint32_t comp = sc->solution.component_of(a);
+        const uint32_t up = p.private_links[p.private_offsets[a]];
+        const uint32_t down = p.private_links[p.private_offsets[a + 1] - 1];
+        for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+          const uint32_t l = p.classes[p.terms[k]][0].link;
+          covers[0][comp][l].insert(up);
+          covers[1][comp][l].insert(down);
+        }
+      }
+      std::map<uint32_t, int> components_on;  // class link -> components crossing it
+      for (size_t comp = 0; comp < used.size(); ++comp) {
+        for (const auto& e : foot_fast.of(comp)) {
+          CAPTURE(comp);
+          CAPTURE(e.link);
+          if (covers[0][comp].count(e.link) && ++components_on[e.link] == 2) ++shared_class_links;
+          double want[2] = {0, 0};
+          for (int s = 0; s < 2; ++s) {
+            auto it = covers[s][comp].find(e.link);
+            if (it == covers[s][comp].end()) continue;
+            for (uint32_t m : it->second) want[s] += p.capacity_bps[m];
+          }
+          CHECK(std::bit_cast<uint64_t>(e.side0) == std::bit_cast<uint64_t>(want[0]));
+          CHECK(std::bit_cast<uint64_t>(e.side1) == std::bit_cast<uint64_t>(want[1]));
+        }
+      }
 
       p.private_shares.assign(p.private_links.size(), 1.0);  // the general path
       const auto tight_general = sim::TightLinks(p, &redundant_general);
@@ -399,6 +434,9 @@ TEST_CASE("hash modes: the unit-share bounds and the components match the genera
   CHECK(problems > 20);
   CHECK(redundant_seen > 0);   // some fabric links bounded below capacity
   CHECK(multi_component > 0);  // problems with several components
+  // Class links crossed by two components or more, where a component's
+  // sides are its part of the bound, not all of it.
+  CHECK(shared_class_links > 0);
 }
 
 }  // namespace
