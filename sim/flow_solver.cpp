@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "sim/huge_pages.h"
+#include "sim/key_sort.h"
 
 namespace drainwise::sim {
 
@@ -142,41 +143,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Completions closer than this (relative) are one batch: exact ties split by
 // rounding would otherwise cost one re-solve each.
 constexpr double kBatchTolerance = 1e-9;
-
-// A key whose unsigned order is the order of `<` on doubles, NaN aside
-// (-0 and +0 give the same key, as they compare equal).
-inline uint64_t OrderKey(double d) {
-  if (d == 0) return uint64_t{1} << 63;
-  const uint64_t u = std::bit_cast<uint64_t>(d);
-  return (u >> 63) != 0 ? ~u : u | (uint64_t{1} << 63);
-}
-
-// Sorts v stably by key(x) (uint64_t): least significant 11 bits first, a
-// pass per digit on which the keys differ. For the t = 0 sorts of a large
-// component (893 k entries on the 32k MoE hash case, a few thousand
-// distinct keys), which took ~11 % of that case's CPU as std::sort's
-// comparisons; its wall time fell by ~10 % with this.
-template <class T, class Key>
-void RadixSort(std::vector<T>& v, const Key& key) {
-  constexpr int kBits = 11, kPasses = (64 + kBits - 1) / kBits;
-  constexpr size_t kBuckets = size_t{1} << kBits;
-  const size_t n = v.size();
-  std::vector<uint32_t> count(kPasses * kBuckets, 0);
-  for (const T& x : v) {
-    const uint64_t k = key(x);
-    for (int d = 0; d < kPasses; ++d) ++count[d * kBuckets + ((k >> (d * kBits)) & (kBuckets - 1))];
-  }
-  std::vector<T> tmp;
-  for (int d = 0; d < kPasses; ++d) {
-    uint32_t* c = count.data() + d * kBuckets;
-    if (std::any_of(c, c + kBuckets, [&](uint32_t m) { return m == n; })) continue;  // one digit for all
-    uint32_t at = 0;
-    for (size_t b = 0; b < kBuckets; ++b) at += std::exchange(c[b], at);
-    if (tmp.empty()) tmp.resize(n);
-    for (const T& x : v) tmp[c[(key(x) >> (d * kBits)) & (kBuckets - 1)]++] = x;
-    v.swap(tmp);
-  }
-}
 
 // A binary min-heap (by T's operator<, as std::priority_queue) whose
 // storage survives clear(): the re-fills reuse it at every batch.
@@ -575,7 +541,7 @@ class IncrementalEvents {
       version_[i] = 1;
       initial_.push_back({PredictAt(i, 0), i, 1});
     }
-    RadixSort(initial_, [](const Finish& f) { return OrderKey(f.at); });
+    SortByFewKeys(initial_, [](const Finish& f) { return OrderKey(f.at); });
     SortByRate(order_, true);
     Free(keyed_);  // the later sorts are of a batch's re-filled aggregates: a few
 
@@ -678,7 +644,7 @@ class IncrementalEvents {
     keyed_.resize(v.size());
     for (size_t k = 0; k < v.size(); ++k) keyed_[k] = {rate_[v[k]], v[k]};
     if (by_index) {
-      RadixSort(keyed_, [](const Keyed& x) { return OrderKey(x.rate); });
+      SortByFewKeys(keyed_, [](const Keyed& x) { return OrderKey(x.rate); });
     } else {
       std::sort(keyed_.begin(), keyed_.end(),
                 [](const Keyed& x, const Keyed& y) { return x.rate != y.rate ? x.rate < y.rate : x.agg < y.agg; });
