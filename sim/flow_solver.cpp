@@ -1460,8 +1460,9 @@ struct ComponentWork {
 // finish_s, rate0_bps and bottleneck0 in `sol` (nothing else of it, so
 // components can be solved concurrently) and adds its batches to `events`.
 Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, const std::vector<uint8_t>& class_tight,
-                      const uint32_t* mb, const uint32_t* me, bool incremental_events, ComponentWork& w,
-                      FluidSolution& sol, size_t& events, std::stop_token stop) {
+                      const std::vector<LinkShare>& class_only, const uint32_t* mb, const uint32_t* me,
+                      bool incremental_events, ComponentWork& w, FluidSolution& sol, size_t& events,
+                      std::stop_token stop) {
   LocalProblem& lp = w.lp;
   std::vector<uint32_t>& link_local = w.link_local;
   std::vector<uint32_t>& class_local = w.class_local;
@@ -1482,20 +1483,6 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
     }
     return link_local[l];
   };
-  // Local link ids in the order of first use (private links, then class
-  // links), as ties between links saturating together are broken by id.
-  classes_used.clear();
-  for (const uint32_t* it = mb; it != me; ++it) {
-    const uint32_t a = *it;
-    for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) local_link(p.private_links[k]);
-    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      const uint32_t c = p.terms[k];
-      if (class_tight[c] && class_local[c] == UINT32_MAX) {
-        class_local[c] = 0;
-        classes_used.push_back(c);
-      }
-    }
-  }
   {
     size_t priv = 0, terms = 0;
     for (const uint32_t* it = mb; it != me; ++it) {
@@ -1509,22 +1496,45 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
     ReserveHuge(lp.term_off, n + 1);
     ReserveHuge(lp.priv, priv + terms);  // most terms flatten into private links
   }
-  // A class with one tight link is, for the solve, a private link of each
-  // aggregate on it (share scale x share): no class bookkeeping in the
-  // fills (every class of the hash modes is one fabric link).
+  // One pass over the aggregates. Local link ids go in the order of first
+  // use, private links first, then class links (ties between links
+  // saturating together are broken by id): a class link's local id is not
+  // known yet, so a class with one tight link (class_only), which for the
+  // solve is a private link of each aggregate on it (share scale x share;
+  // every class of the hash modes is one fabric link, and the fills then
+  // keep no class bookkeeping), is written as its class id tagged, and the
+  // other classes as their global ids, both replaced once the classes
+  // used have their links' local ids.
+  constexpr uint32_t kClassTag = uint32_t{1} << 31;
+  classes_used.clear();
+  for (const uint32_t* it = mb; it != me; ++it) {
+    const uint32_t a = *it;
+    lp.aggs.push_back(a);
+    lp.weight.push_back(p.weight[a]);
+    for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
+      lp.AddPriv(local_link(p.private_links[k]), p.private_share(k));
+    }
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+      const uint32_t c = p.terms[k];
+      if (!class_tight[c]) continue;
+      if (class_local[c] == UINT32_MAX) {
+        class_local[c] = 0;
+        classes_used.push_back(c);
+      }
+      if (class_only[c].link != kNoLink) lp.AddPriv(kClassTag | c, p.term_scale(k) * class_only[c].share);
+    }
+    lp.priv_off.push_back(static_cast<uint32_t>(lp.priv.size()));
+    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+      const uint32_t c = p.terms[k];
+      if (class_tight[c] && class_only[c].link == kNoLink) lp.AddTerm(c, p.term_scale(k));
+    }
+    lp.term_off.push_back(static_cast<uint32_t>(lp.terms.size()));
+  }
   uint32_t multi = 0;
   for (uint32_t c : classes_used) {
-    uint32_t tight_links = 0, only = 0;
-    double only_share = 0;
-    for (const LinkShare& ls : p.classes[c]) {
-      if (!tight[ls.link]) continue;
-      only = local_link(ls.link);
-      only_share = ls.share;
-      ++tight_links;
-    }
-    if (tight_links == 1) {
+    if (class_only[c].link != kNoLink) {
       class_local[c] = kSingle;
-      class_single[c] = {only, only_share};
+      class_single[c] = {local_link(class_only[c].link), class_only[c].share};
       continue;
     }
     class_local[c] = multi++;
@@ -1533,26 +1543,10 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
     }
     lp.class_off.push_back(static_cast<uint32_t>(lp.class_links.size()));
   }
-  for (const uint32_t* it = mb; it != me; ++it) {
-    const uint32_t a = *it;
-    lp.aggs.push_back(a);
-    lp.weight.push_back(p.weight[a]);
-    for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
-      lp.AddPriv(link_local[p.private_links[k]], p.private_share(k));
-    }
-    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      const uint32_t c = p.terms[k];
-      if (class_tight[c] && class_local[c] == kSingle) {
-        lp.AddPriv(class_single[c].link, p.term_scale(k) * class_single[c].share);
-      }
-    }
-    lp.priv_off.push_back(static_cast<uint32_t>(lp.priv.size()));
-    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-      const uint32_t c = p.terms[k];
-      if (class_tight[c] && class_local[c] != kSingle) lp.AddTerm(class_local[c], p.term_scale(k));
-    }
-    lp.term_off.push_back(static_cast<uint32_t>(lp.terms.size()));
+  for (uint32_t& l : lp.priv) {
+    if (l & kClassTag) l = class_single[l & ~kClassTag].link;
   }
+  for (uint32_t& c : lp.terms) c = class_local[c];
   for (uint32_t c : classes_used) class_local[c] = UINT32_MAX;
   for (uint32_t l : lp.links) link_local[l] = UINT32_MAX;
   lp.BuildReverse();
@@ -1673,14 +1667,17 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   std::vector<uint8_t> tight =
       TightLinks(p, &sol.redundant_links, options.runner != nullptr ? *options.runner : TaskRunner{});
   for (size_t l = 0; l < nl; ++l) sol.tight_links += tight[l];
+  // Per class: whether a link of it is tight, and when exactly one is, that
+  // link and its share (the solve takes the class as a private link there).
   std::vector<uint8_t> class_tight(nc, 0);
+  std::vector<LinkShare> class_only(nc, LinkShare{kNoLink, 0});
   for (size_t c = 0; c < nc; ++c) {
+    uint32_t n = 0;
     for (const LinkShare& ls : p.classes[c]) {
-      if (tight[ls.link]) {
-        class_tight[c] = 1;
-        break;
-      }
+      if (tight[ls.link] && n++ == 0) class_only[c] = ls;
     }
+    class_tight[c] = n > 0;
+    if (n != 1) class_only[c] = {kNoLink, 0};
   }
   if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
 
@@ -1810,7 +1807,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     }
     ComponentWork& w = work.Take();
     const uint32_t comp = to_solve[i];
-    status[i] = SolveComponent(p, tight, class_tight, members.data() + comp_off[comp],
+    status[i] = SolveComponent(p, tight, class_tight, class_only, members.data() + comp_off[comp],
                                members.data() + comp_off[comp + 1], options.incremental, w, sol, events[i], stop);
     work.Give(w);
   });
