@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <queue>
@@ -1092,68 +1093,89 @@ void AddCoverShare(const FluidProblem& p, int s, uint32_t m, std::span<const uin
 // When every share and scale is 1 (always in the hash modes) an aggregate
 // on cover link m carries at most c_m into each class it reaches, so a
 // class's side is the sum of c_m over the distinct cover links reaching
-// it, in ascending order: AddCoverShare's sum, to the bit. CoverBits holds
-// one bit per (cover link, class), set in one pass over the aggregates in
-// their order, in which consecutive ones share their NICs (one row in
-// cache), instead of grouping millions of aggregates by cover link (a
-// scattered pass: on the 32k MoE hash case it was most of TightLinks).
-// FootprintOf keeps such bits per component instead (ComponentSides).
-class CoverBits {
+// it, in ascending order: AddCoverShare's sum, to the bit. CoverSums finds
+// the distinct (cover link, class) pairs with one bit each, a block of
+// kBlockRows cover links at a time: the aggregates are first sorted by
+// block (a counting sort that keeps their order), then each block's bits
+// are set from its aggregates, its rows added in ascending link order and
+// its bits cleared as they are read. Blocks come in ascending link order,
+// so every class still sums its cover links in ascending order. A block's
+// bits stay in the second-level cache (64 rows of 768 words on the 32k MoE
+// hash case: 384 KB) where one bitset over every cover link took 50 MB per
+// side, zeroed in fresh pages at every seed and set at random. FootprintOf
+// keeps such bits per component instead (ComponentSides).
+class CoverSums {
  public:
-  // False, and nothing built, when a share or scale is not 1 or the bits
-  // would take more than kMaxBytes. Aggregates without private links have
-  // no cover and are left out (as in GroupByCover).
-  bool Build(const FluidProblem& p, int s) {
+  // Adds each class's side s to side[c]; false, and nothing added, when a
+  // share or scale is not 1. Aggregates without private links have no
+  // cover and are left out (as in GroupByCover).
+  bool Add(const FluidProblem& p, int s, std::vector<double>& side) {
     const size_t na = p.aggregate_count(), nc = p.class_count(), nl = p.capacity_bps.size();
-    built_ = false;
-    links_.clear();
     if (!p.private_shares.empty() || !p.term_scales.empty()) return false;
+    // Rows: the cover links, ascending.
     row_of_.assign(nl, kNoRow);
     for (size_t a = 0; a < na; ++a) {
       if (p.private_offsets[a] != p.private_offsets[a + 1]) row_of_[p.private_links[CoverOf(p, s, a)]] = 0;
     }
+    links_.clear();
     for (uint32_t l = 0; l < nl; ++l) {
       if (row_of_[l] == kNoRow) continue;
       row_of_[l] = static_cast<uint32_t>(links_.size());
       links_.push_back(l);
     }
-    words_ = (nc + 63) / 64;
-    if (links_.size() * words_ * sizeof(uint64_t) > kMaxBytes) {
-      links_.clear();
-      return false;
+    const size_t blocks = (links_.size() + kBlockRows - 1) / kBlockRows;
+    // The aggregates by block, in their order within each, with their row
+    // in the block.
+    block_off_.assign(blocks + 1, 0);
+    for (size_t a = 0; a < na; ++a) {
+      if (p.private_offsets[a] != p.private_offsets[a + 1])
+        ++block_off_[row_of_[p.private_links[CoverOf(p, s, a)]] / kBlockRows + 1];
     }
-    AssignHuge(bits_, links_.size() * words_, uint64_t{0});
+    for (size_t b = 0; b < blocks; ++b) block_off_[b + 1] += block_off_[b];
+    ReserveHuge(by_block_, block_off_[blocks]);
+    by_block_.resize(block_off_[blocks]);
+    row_in_block_.resize(block_off_[blocks]);
+    fill_.assign(block_off_.begin(), block_off_.end() - 1);
     for (uint32_t a = 0; a < na; ++a) {
-      if (p.private_offsets[a] == p.private_offsets[a + 1]) continue;  // no cover (as GroupByCover)
+      if (p.private_offsets[a] == p.private_offsets[a + 1]) continue;
       const uint32_t row = row_of_[p.private_links[CoverOf(p, s, a)]];
-      uint64_t* bits = bits_.data() + row * words_;
-      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-        const uint32_t c = p.terms[k];
-        bits[c / 64] |= uint64_t{1} << (c % 64);
+      const uint32_t at = fill_[row / kBlockRows]++;
+      by_block_[at] = a;
+      row_in_block_[at] = static_cast<uint8_t>(row % kBlockRows);
+    }
+    const size_t words = (nc + 63) / 64;
+    bits_.assign(kBlockRows * words, 0);
+    for (size_t b = 0; b < blocks; ++b) {
+      for (uint32_t k = block_off_[b]; k < block_off_[b + 1]; ++k) {
+        const uint32_t a = by_block_[k];
+        uint64_t* row = bits_.data() + row_in_block_[k] * words;
+        for (uint32_t t = p.term_offsets[a]; t < p.term_offsets[a + 1]; ++t) {
+          const uint32_t c = p.terms[t];
+          row[c / 64] |= uint64_t{1} << (c % 64);
+        }
+      }
+      const size_t first = b * kBlockRows, end = std::min(first + kBlockRows, links_.size());
+      for (size_t r = first; r < end; ++r) {
+        const double cap = p.capacity_bps[links_[r]];
+        uint64_t* row = bits_.data() + (r - first) * words;
+        for (size_t w = 0; w < words; ++w) {
+          if (row[w] == 0) continue;
+          for (uint64_t x = std::exchange(row[w], 0); x != 0; x &= x - 1) side[w * 64 + std::countr_zero(x)] += cap;
+        }
       }
     }
-    built_ = true;
     return true;
-  }
-  bool built() const { return built_; }
-  size_t rows() const { return links_.size(); }
-  // Adds the row's cover link capacity to side[c] for every class it reaches.
-  void AddRow(const FluidProblem& p, size_t row, std::vector<double>& side) const {
-    const double cap = p.capacity_bps[links_[row]];
-    const uint64_t* bits = bits_.data() + row * words_;
-    for (size_t w = 0; w < words_; ++w) {
-      for (uint64_t b = bits[w]; b != 0; b &= b - 1) side[w * 64 + std::countr_zero(b)] += cap;
-    }
   }
 
  private:
   static constexpr uint32_t kNoRow = UINT32_MAX;
-  static constexpr size_t kMaxBytes = size_t{64} << 20;
-  std::vector<uint32_t> row_of_, links_;
-  size_t words_ = 0;
+  static constexpr size_t kBlockRows = 64;  // a row's place in its block fits a byte
+  std::vector<uint32_t> row_of_, links_, block_off_, fill_, by_block_;
+  std::vector<uint8_t> row_in_block_;
   std::vector<uint64_t> bits_;
-  bool built_ = false;
 };
+
+}  // namespace
 
 // Upper bound on the total rate of each class from the capacity of the
 // private links feeding it: aggregates sharing a cover link m carry at most
@@ -1175,9 +1197,7 @@ std::vector<double> ClassRateBounds(const FluidProblem& p, const TaskRunner& run
   std::vector<double> side[2];
   RunTasks(runner, 2, [&](size_t s) {
     side[s].assign(nc, 0.0);
-    if (CoverBits cover; cover.Build(p, static_cast<int>(s))) {
-      for (size_t row = 0; row < cover.rows(); ++row) cover.AddRow(p, row, side[s]);
-    } else {
+    if (CoverSums sums; !sums.Add(p, static_cast<int>(s), side[s])) {
       std::vector<uint32_t> off, by_cover, stamp(nc, UINT32_MAX), reached;
       std::vector<double> best(nc, 0.0);
       GroupByCover(p, static_cast<int>(s), off, by_cover);
@@ -1197,21 +1217,146 @@ std::vector<double> ClassRateBounds(const FluidProblem& p, const TaskRunner& run
   return bound;
 }
 
+namespace {
+
+// Lower bounds of ClassRateBounds's sides, from at most kFew of the
+// distinct cover links feeding each class on each side, found in one pass
+// over the terms with a table of 2 MB per half of the aggregates on the
+// 32k MoE hash case (in cache; the exact sides, CoverSums, take a pass per
+// side and a scattered one per block of cover links). A side with no more
+// than kFew cover links is exact. Else
+// its kFew links summed in ascending order give a lower bound of the exact
+// sum: that sum adds the same values in the same relative order among
+// others, none negative, and rounding to nearest is monotone, so each of
+// its partial sums is at least the corresponding one here. So is every
+// later step (adding the outside side, the minimum of the two sides, a
+// link's sum of shares times bounds): a lower bound above a link's
+// capacity makes it tight, exactly as the exact bound would. With a
+// fabric's links no faster than a few NICs together, every class link
+// is decided so (on the 32k MoE hash case, at every seed, baseline and
+// drained: the exact bounds are never computed).
+class FewCovers {
+ public:
+  // Per class, a lower bound of its rate bound and whether it is the
+  // bound itself; false, and nothing computed, when a share or scale is
+  // not 1. Two halves of the aggregates through `runner`.
+  bool Bounds(const FluidProblem& p, const TaskRunner& runner, std::vector<double>& bound,
+              std::vector<uint8_t>& exact) {
+    if (!p.private_shares.empty() || !p.term_scales.empty()) return false;
+    const size_t na = p.aggregate_count(), nc = p.class_count();
+    Table half[2];
+    RunTasks(runner, 2, [&](size_t h) {
+      half[h].entries.assign(nc, Entry{});
+      half[h].unbounded.assign(nc, 0);
+      Scan(p, h == 0 ? 0 : na / 2, h == 0 ? na / 2 : na, half[h]);
+    });
+    Table& t = half[0];
+    for (size_t c = 0; c < nc; ++c) {
+      const Entry& e = half[1].entries[c];
+      for (int s = 0; s < 2; ++s) {
+        for (uint32_t i = 0; i < std::min(e.n[s], kFew); ++i) Add(t.entries[c], s, e.link[s][i]);
+        if (e.n[s] > kFew) t.entries[c].n[s] = kFew + 1;
+      }
+      t.unbounded[c] |= half[1].unbounded[c];
+    }
+    bound.assign(nc, 0.0);
+    exact.assign(nc, 1);
+    for (size_t c = 0; c < nc; ++c) {
+      if (t.unbounded[c]) {
+        bound[c] = std::numeric_limits<double>::infinity();
+        continue;
+      }
+      Entry& e = t.entries[c];
+      double side[2];
+      bool complete[2];
+      for (int s = 0; s < 2; ++s) {
+        const uint32_t n = std::min(e.n[s], kFew);
+        std::sort(e.link[s], e.link[s] + n);
+        side[s] = 0.0;
+        for (uint32_t i = 0; i < n; ++i) side[s] += p.capacity_bps[e.link[s][i]];
+        const std::vector<double>& outside = s == 0 ? p.outside_side0 : p.outside_side1;
+        if (!outside.empty()) side[s] += outside[c];
+        complete[s] = e.n[s] <= kFew;
+      }
+      bound[c] = std::min(side[0], side[1]);
+      // The minimum is exact when its side is, and the other's lower
+      // bound is no smaller.
+      exact[c] = (complete[0] && side[0] <= side[1]) || (complete[1] && side[1] <= side[0]);
+    }
+    return true;
+  }
+
+ private:
+  static constexpr uint32_t kFew = 4;
+  struct Entry {
+    uint32_t link[2][kFew];
+    uint32_t n[2] = {0, 0};  // distinct links seen, kFew + 1 for more than kFew
+  };
+  struct Table {
+    std::vector<Entry> entries;
+    std::vector<uint8_t> unbounded;
+  };
+  static void Add(Entry& e, int s, uint32_t m) {
+    if (e.n[s] > kFew) return;
+    for (uint32_t i = 0; i < e.n[s]; ++i) {
+      if (e.link[s][i] == m) return;
+    }
+    if (e.n[s] < kFew) e.link[s][e.n[s]] = m;
+    ++e.n[s];
+  }
+  static void Scan(const FluidProblem& p, size_t begin, size_t end, Table& t) {
+    for (size_t a = begin; a < end; ++a) {
+      const uint32_t tb = p.term_offsets[a], te = p.term_offsets[a + 1];
+      if (p.private_offsets[a] == p.private_offsets[a + 1]) {  // no cover: its classes are unbounded
+        for (uint32_t k = tb; k < te; ++k) t.unbounded[p.terms[k]] = 1;
+        continue;
+      }
+      const uint32_t src = p.private_links[CoverOf(p, 0, a)], dst = p.private_links[CoverOf(p, 1, a)];
+      for (uint32_t k = tb; k < te; ++k) {
+        Entry& e = t.entries[p.terms[k]];
+        Add(e, 0, src);
+        Add(e, 1, dst);
+      }
+    }
+  }
+};
+
+// Tight links and the count of redundant ones from class bounds of which
+// those not marked `exact` (all are, when it is null) are lower bounds
+// only; false when a link's decision rests on such a bound (not above its
+// capacity), and then `tight` and `dropped` mean nothing.
+bool DecideTight(const FluidProblem& p, const std::vector<double>& bound, const std::vector<uint8_t>* exact,
+                 std::vector<uint8_t>& tight, size_t& dropped) {
+  const size_t nc = p.class_count(), nl = p.capacity_bps.size();
+  tight.assign(nl, 0);
+  for (const uint32_t l : p.private_links) tight[l] = 1;
+  std::vector<double> link_bound(nl, 0.0);
+  std::vector<uint8_t> link_exact(nl, 1);
+  for (size_t c = 0; c < nc; ++c) {
+    for (const LinkShare& ls : p.classes[c]) {
+      link_bound[ls.link] += ls.share * bound[c];
+      if (exact != nullptr && !(*exact)[c]) link_exact[ls.link] = 0;
+    }
+  }
+  dropped = 0;
+  for (size_t l = 0; l < nl; ++l) {
+    if (link_bound[l] > p.capacity_bps[l] * (1 + 1e-9)) tight[l] = 1;
+    if (tight[l]) continue;
+    if (!link_exact[l]) return false;
+    if (link_bound[l] > 0) ++dropped;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<uint8_t> TightLinks(const FluidProblem& p, size_t* redundant, const TaskRunner& runner) {
-  const size_t nc = p.class_count(), nl = p.capacity_bps.size();
-  std::vector<uint8_t> tight(nl, 0);
-  for (const uint32_t l : p.private_links) tight[l] = 1;
-  std::vector<double> class_bound = ClassRateBounds(p, runner);
-  std::vector<double> link_bound(nl, 0.0);
-  for (size_t c = 0; c < nc; ++c) {
-    for (const LinkShare& ls : p.classes[c]) link_bound[ls.link] += ls.share * class_bound[c];
-  }
+  std::vector<uint8_t> tight;
   size_t dropped = 0;
-  for (size_t l = 0; l < nl; ++l) {
-    if (link_bound[l] > p.capacity_bps[l] * (1 + 1e-9)) tight[l] = 1;
-    if (!tight[l] && link_bound[l] > 0) ++dropped;
+  std::vector<double> bound;
+  std::vector<uint8_t> exact;
+  if (!FewCovers().Bounds(p, runner, bound, exact) || !DecideTight(p, bound, &exact, tight, dropped)) {
+    DecideTight(p, ClassRateBounds(p, runner), nullptr, tight, dropped);
   }
   if (redundant != nullptr) *redundant = dropped;
   return tight;

@@ -207,6 +207,15 @@ struct FluidSolution {
   size_t aggregate_count() const { return component.empty() ? packed_component.size() : component.size(); }
 };
 
+// Per class, an upper bound on its total rate: on each side, the sum over
+// the distinct NIC links feeding it (each aggregate's first private link
+// on the source side, its last on the destination side) of the link's
+// capacity times the largest scale / share of its aggregates there, in
+// ascending order of link (plus the problem's outside side); the smaller
+// side. Unbounded (infinite) for a class an aggregate without private
+// links reaches. Through `runner`, the two sides are summed at once.
+std::vector<double> ClassRateBounds(const FluidProblem& problem, const TaskRunner& runner = {});
+
 // Links that can saturate (1) and the others (0), per directed link: every
 // private link, and each class link whose load, bounded by the NIC links
 // feeding it (with the problem's outside sides), can exceed its capacity.

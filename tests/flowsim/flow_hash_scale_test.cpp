@@ -16,12 +16,15 @@
 // Tolerance: 0.1 % against the naive reference (the exactness contract),
 // 1e-9 between the two solvers.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
+#include <span>
 
 #include <doctest/doctest.h>
 
@@ -287,9 +290,172 @@ void CheckSameFootprint(const sim::ComponentFootprint& x, const sim::ComponentFo
   }
 }
 
+// A class's bound, on each side, sums the capacity of every distinct NIC
+// link feeding it in ascending order of link (sim/flow_solver.h). The
+// unit-share path finds those links 64 at a time (CoverSums), so this
+// problem has hundreds of NIC links per side, in no order among the
+// aggregates, with capacities whose sums round differently in another
+// order; the general path (shares written out as 1.0) and a sum written
+// here must agree to the bit.
+TEST_CASE("class rate bounds: distinct NIC links in ascending order, across blocks of them, to the bit") {
+  std::mt19937_64 rng(9301);
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto pick = [&](size_t n) { return static_cast<uint32_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
+  constexpr uint32_t kNics = 300, kFabric = 120;  // links [0, 300) source NICs, [300, 600) destination
+  FluidProblem p;
+  p.capacity_bps.resize(2 * kNics + kFabric);
+  for (double& c : p.capacity_bps) c = std::exp(uniform(std::log(1e6), std::log(1e13)));
+  for (uint32_t l = 0; l < kFabric; ++l) {
+    const sim::LinkShare ls{2 * kNics + l, 1.0};
+    p.AddClass(std::span<const sim::LinkShare>(&ls, 1));
+  }
+  p.AddClass({});  // a class no aggregate reaches: bound 0
+  std::vector<std::set<uint32_t>> feeds[2];
+  feeds[0].resize(p.class_count());
+  feeds[1].resize(p.class_count());
+  std::set<uint32_t> unbounded;
+  for (int a = 0; a < 6000; ++a) {
+    const uint32_t src = pick(kNics), dst = kNics + pick(kNics);
+    std::vector<sim::ClassTerm> terms;
+    for (uint32_t k = pick(4); k < 4; ++k) terms.push_back({pick(kFabric), 1.0});
+    // A few aggregates with no private link leave their classes unbounded.
+    const bool none = pick(500) == 0;
+    std::vector<sim::LinkShare> priv;
+    if (!none) priv = {{src, 1.0}, {dst, 1.0}};
+    p.AddAggregate(1, 1e9, priv, terms);
+    for (const sim::ClassTerm& t : terms) {
+      if (none) unbounded.insert(t.cls);
+      feeds[0][t.cls].insert(src);
+      feeds[1][t.cls].insert(dst);
+    }
+  }
+  REQUIRE(p.private_shares.empty());
+  REQUIRE(p.term_scales.empty());
+  const sim::TaskRunner two = sim::ThreadsRunner(2);
+  const std::vector<double> fast = sim::ClassRateBounds(p), fast2 = sim::ClassRateBounds(p, two);
+  p.private_shares.assign(p.private_links.size(), 1.0);  // the general path
+  const std::vector<double> general = sim::ClassRateBounds(p);
+  REQUIRE(fast.size() == p.class_count());
+  size_t order_matters = 0;
+  for (uint32_t c = 0; c < p.class_count(); ++c) {
+    CAPTURE(c);
+    double want = std::numeric_limits<double>::infinity();
+    if (!unbounded.count(c)) {
+      double side[2] = {0, 0}, reversed[2] = {0, 0};
+      for (int s = 0; s < 2; ++s) {
+        for (uint32_t m : feeds[s][c]) side[s] += p.capacity_bps[m];
+        for (auto it = feeds[s][c].rbegin(); it != feeds[s][c].rend(); ++it) reversed[s] += p.capacity_bps[*it];
+        order_matters += side[s] != reversed[s];
+      }
+      want = std::min(side[0], side[1]);
+    }
+    CHECK(std::bit_cast<uint64_t>(fast[c]) == std::bit_cast<uint64_t>(want));
+    CHECK(std::bit_cast<uint64_t>(fast2[c]) == std::bit_cast<uint64_t>(want));
+    CHECK(std::bit_cast<uint64_t>(general[c]) == std::bit_cast<uint64_t>(want));
+  }
+  CHECK(fast.back() == 0);
+  CHECK(!unbounded.empty());
+  CHECK(order_matters > 100);  // the order of the sums shows in their bits
+}
+
+// TightLinks decides most class links from a few of the NIC links feeding
+// each class (a lower bound of its bound, sim/flow_solver.cpp FewCovers)
+// and falls back to the exact bounds when one is not enough. Classes fed
+// by many NIC links on both sides; by one fast NIC on one side and many
+// slower ones on the other (the exact side is then not the minimum); by
+// one or two aggregates; and by six aggregates at the end of the list
+// (all in the second of the two halves the NICs are found in). Link
+// capacities are set around each class's exact bound (below it: tight;
+// at or above it: not, and redundant), or far below it (decided from the
+// few), one kind of class at a time and all at once. Against the
+// definition, and the general path, whichever path decides.
+TEST_CASE("tight links: decided from a few NIC links per class where that suffices, as from all of them") {
+  std::mt19937_64 rng(9302);
+  auto pick = [&](size_t n) { return static_cast<uint32_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  constexpr uint32_t kNics = 200, kFast = 10, kBusy = 40, kOneSided = 40, kSparse = 40, kLate = 40;
+  const uint32_t classes = kBusy + kOneSided + kSparse + kLate, fabric0 = 2 * kNics;
+  std::vector<double> nic_cap(2 * kNics);
+  for (double& c : nic_cap) c = uniform(1e10, 4e11);
+  for (uint32_t m = kNics - kFast; m < kNics; ++m) nic_cap[m] = 5e12;  // fast source NICs
+  struct Agg {
+    uint32_t src, dst;
+    std::vector<sim::ClassTerm> terms;
+  };
+  std::vector<Agg> aggs;
+  for (int i = 0; i < 3000; ++i) {  // busy: any NIC pair, several busy classes
+    Agg a{pick(kNics), kNics + pick(kNics), {}};
+    for (uint32_t k = pick(3); k < 3; ++k) a.terms.push_back({pick(kBusy), 1.0});
+    aggs.push_back(a);
+  }
+  for (uint32_t c = kBusy; c < kBusy + kOneSided; ++c) {  // one fast source NIC, many destinations
+    const uint32_t src = kNics - kFast + pick(kFast);
+    for (int i = 0; i < 12; ++i) aggs.push_back({src, kNics + pick(kNics), {{c, 1.0}}});
+  }
+  for (uint32_t c = kBusy + kOneSided; c < kBusy + kOneSided + kSparse; ++c) {  // one or two aggregates
+    for (uint32_t i = 0; i <= pick(2); ++i) aggs.push_back({pick(kNics), kNics + pick(kNics), {{c, 1.0}}});
+  }
+  std::shuffle(aggs.begin(), aggs.end(), rng);
+  for (uint32_t c = kBusy + kOneSided + kSparse; c < classes; ++c) {  // six destinations, at the end
+    for (uint32_t i = 0; i < 6; ++i) aggs.push_back({pick(kNics), kNics + (c * 7 + i * 31) % kNics, {{c, 1.0}}});
+  }
+  // The exact bounds, from the definition.
+  std::vector<std::set<uint32_t>> feeds[2];
+  feeds[0].resize(classes);
+  feeds[1].resize(classes);
+  for (const Agg& a : aggs) {
+    for (const sim::ClassTerm& t : a.terms) {
+      feeds[0][t.cls].insert(a.src);
+      feeds[1][t.cls].insert(a.dst);
+    }
+  }
+  std::vector<double> want_bound(classes);
+  for (uint32_t c = 0; c < classes; ++c) {
+    double side[2] = {0, 0};
+    for (int s = 0; s < 2; ++s) {
+      for (uint32_t m : feeds[s][c]) side[s] += nic_cap[m];
+    }
+    want_bound[c] = std::min(side[0], side[1]);
+  }
+  // Per round, which kinds of class have capacities around their bounds
+  // (bit 0 busy, 1 one-sided, 2 sparse, 3 late); the others far below.
+  auto kind = [&](uint32_t c) {
+    return c < kBusy ? 0 : c < kBusy + kOneSided ? 1 : c < kBusy + kOneSided + kSparse ? 2 : 3;
+  };
+  for (const unsigned around : {0u, 2u, 4u, 8u, 15u}) {
+    CAPTURE(around);
+    FluidProblem p;
+    p.capacity_bps = nic_cap;
+    p.capacity_bps.resize(fabric0 + classes);
+    std::vector<uint8_t> want_tight(p.capacity_bps.size(), 0);
+    size_t want_redundant = 0;
+    for (uint32_t c = 0; c < classes; ++c) {
+      const bool far = ((around >> kind(c)) & 1) == 0;
+      const double f = far ? 1e-3 : std::array{0.5, 0.7, 0.9, 1.0, 2.0}[pick(5)];
+      p.capacity_bps[fabric0 + c] = want_bound[c] * f;
+      const sim::LinkShare ls{fabric0 + c, 1.0};
+      p.AddClass(std::span<const sim::LinkShare>(&ls, 1));
+      want_tight[fabric0 + c] = want_bound[c] > p.capacity_bps[fabric0 + c] * (1 + 1e-9);
+      want_redundant += !want_tight[fabric0 + c] && want_bound[c] > 0;
+    }
+    for (const Agg& a : aggs) {
+      p.AddAggregate(1, 1e9, {{a.src, 1.0}, {a.dst, 1.0}}, a.terms);
+      want_tight[a.src] = want_tight[a.dst] = 1;
+    }
+    REQUIRE(p.private_shares.empty());
+    size_t redundant = 0, redundant_general = 0;
+    const std::vector<uint8_t> tight = sim::TightLinks(p, &redundant, sim::ThreadsRunner(2));
+    CHECK(tight == want_tight);
+    CHECK(redundant == want_redundant);
+    p.private_shares.assign(p.private_links.size(), 1.0);  // the general path: every bound exact
+    CHECK(sim::TightLinks(p, &redundant_general) == want_tight);
+    CHECK(redundant_general == want_redundant);
+  }
+}
+
 // The hash modes' problems have every share and scale 1, and TightLinks
 // and FootprintOf then set one bit per (NIC link, class) instead of
-// grouping the aggregates by NIC link (sim/flow_solver.cpp, CoverBits).
+// grouping the aggregates by NIC link (sim/flow_solver.cpp, CoverSums).
 // The same problem with its shares written out as 1.0 takes the general
 // path: both must give the same tight links and the same footprint, to the
 // bit. The components are checked against a grouping written here: two
