@@ -1101,9 +1101,9 @@ void AddCoverShare(const FluidProblem& p, int s, uint32_t m, std::span<const uin
 // its bits cleared as they are read. Blocks come in ascending link order,
 // so every class still sums its cover links in ascending order. A block's
 // bits stay in the second-level cache (64 rows of 768 words on the 32k MoE
-// hash case: 384 KB) where one bitset over every cover link took 50 MB per
-// side, zeroed in fresh pages at every seed and set at random. FootprintOf
-// keeps such bits per component instead (ComponentSides).
+// hash case: 384 KB), where one bitset over every cover link takes 50 MB
+// per side, in fresh pages, set at random. FootprintOf keeps such bits per
+// component instead (ComponentSides).
 class CoverSums {
  public:
   // Adds each class's side s to side[c]; false, and nothing added, when a
@@ -1224,17 +1224,17 @@ namespace {
 // over the terms with a table of 2 MB per half of the aggregates on the
 // 32k MoE hash case (in cache; the exact sides, CoverSums, take a pass per
 // side and a scattered one per block of cover links). A side with no more
-// than kFew cover links is exact. Else
-// its kFew links summed in ascending order give a lower bound of the exact
-// sum: that sum adds the same values in the same relative order among
-// others, none negative, and rounding to nearest is monotone, so each of
-// its partial sums is at least the corresponding one here. So is every
-// later step (adding the outside side, the minimum of the two sides, a
-// link's sum of shares times bounds): a lower bound above a link's
-// capacity makes it tight, exactly as the exact bound would. With a
-// fabric's links no faster than a few NICs together, every class link
-// is decided so (on the 32k MoE hash case, at every seed, baseline and
-// drained: the exact bounds are never computed).
+// than kFew cover links is exact. Else its kFew links summed in ascending
+// order give a lower bound of the exact sum: that sum adds the same values
+// in the same relative order among others, none negative, and rounding to
+// nearest is monotone, so each of its partial sums is at least the
+// corresponding one here. So is every later step (adding the outside
+// side, the minimum of the two sides, a link's sum of shares times
+// bounds): a lower bound above a link's capacity makes it tight, exactly
+// as the exact bound would. With a fabric's links no faster than a few
+// NICs together, every class link is decided so (on the 32k MoE hash
+// case, at every seed, baseline and drained: the exact bounds are never
+// computed).
 class FewCovers {
  public:
   // Per class, a lower bound of its rate bound and whether it is the
