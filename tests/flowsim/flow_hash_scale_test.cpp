@@ -324,7 +324,10 @@ TEST_CASE("class rate bounds: distinct NIC links in ascending order, across bloc
     if (!none) priv = {{src, 1.0}, {dst, 1.0}};
     p.AddAggregate(1, 1e9, priv, terms);
     for (const sim::ClassTerm& t : terms) {
-      if (none) unbounded.insert(t.cls);
+      if (none) {
+        unbounded.insert(t.cls);
+        continue;
+      }
       feeds[0][t.cls].insert(src);
       feeds[1][t.cls].insert(dst);
     }
