@@ -1094,84 +1094,58 @@ void AddCoverShare(const FluidProblem& p, int s, uint32_t m, std::span<const uin
 // on cover link m carries at most c_m into each class it reaches, so a
 // class's side is the sum of c_m over the distinct cover links reaching
 // it, in ascending order: AddCoverShare's sum, to the bit. CoverSums finds
-// the distinct (cover link, class) pairs with one bit each, a block of
-// kBlockRows cover links at a time: the aggregates are first sorted by
-// block (a counting sort that keeps their order), then each block's bits
-// are set from its aggregates, its rows added in ascending link order and
-// its bits cleared as they are read. Blocks come in ascending link order,
-// so every class still sums its cover links in ascending order. A block's
-// bits stay in the second-level cache (64 rows of 768 words on the 32k MoE
-// hash case: 384 KB), where one bitset over every cover link takes 50 MB
-// per side, in fresh pages, set at random. FootprintOf keeps such bits per
-// component instead (ComponentSides).
+// the distinct (cover link, class) pairs with one bit each, kBlockRows
+// cover links at a time in ascending link order (the aggregates grouped
+// by cover link, GroupByCover): each block's bits are set from its links'
+// aggregates, its rows added in ascending link order and its bits cleared
+// as they are read, so every class still sums its cover links in
+// ascending order. A block's bits stay in the second-level cache (64 rows
+// of 768 words on the 32k MoE hash case: 384 KB), where one bitset over
+// every cover link takes 50 MB per side, in fresh pages, set at random.
+// FootprintOf keeps such bits per component instead (ComponentSides).
 class CoverSums {
  public:
   // Adds each class's side s to side[c]; false, and nothing added, when a
   // share or scale is not 1. Aggregates without private links have no
   // cover and are left out (as in GroupByCover).
   bool Add(const FluidProblem& p, int s, std::vector<double>& side) {
-    const size_t na = p.aggregate_count(), nc = p.class_count(), nl = p.capacity_bps.size();
     if (!p.private_shares.empty() || !p.term_scales.empty()) return false;
-    // Rows: the cover links, ascending.
-    row_of_.assign(nl, kNoRow);
-    for (size_t a = 0; a < na; ++a) {
-      if (p.private_offsets[a] != p.private_offsets[a + 1]) row_of_[p.private_links[CoverOf(p, s, a)]] = 0;
-    }
-    links_.clear();
-    for (uint32_t l = 0; l < nl; ++l) {
-      if (row_of_[l] == kNoRow) continue;
-      row_of_[l] = static_cast<uint32_t>(links_.size());
-      links_.push_back(l);
-    }
-    const size_t blocks = (links_.size() + kBlockRows - 1) / kBlockRows;
-    // The aggregates by block, in their order within each, with their row
-    // in the block.
-    block_off_.assign(blocks + 1, 0);
-    for (size_t a = 0; a < na; ++a) {
-      if (p.private_offsets[a] != p.private_offsets[a + 1])
-        ++block_off_[row_of_[p.private_links[CoverOf(p, s, a)]] / kBlockRows + 1];
-    }
-    for (size_t b = 0; b < blocks; ++b) block_off_[b + 1] += block_off_[b];
-    ReserveHuge(by_block_, block_off_[blocks]);
-    by_block_.resize(block_off_[blocks]);
-    row_in_block_.resize(block_off_[blocks]);
-    fill_.assign(block_off_.begin(), block_off_.end() - 1);
-    for (uint32_t a = 0; a < na; ++a) {
-      if (p.private_offsets[a] == p.private_offsets[a + 1]) continue;
-      const uint32_t row = row_of_[p.private_links[CoverOf(p, s, a)]];
-      const uint32_t at = fill_[row / kBlockRows]++;
-      by_block_[at] = a;
-      row_in_block_[at] = static_cast<uint8_t>(row % kBlockRows);
-    }
-    const size_t words = (nc + 63) / 64;
+    const size_t nc = p.class_count(), nl = p.capacity_bps.size(), words = (nc + 63) / 64;
+    GroupByCover(p, s, off_, by_cover_);
     bits_.assign(kBlockRows * words, 0);
-    for (size_t b = 0; b < blocks; ++b) {
-      for (uint32_t k = block_off_[b]; k < block_off_[b + 1]; ++k) {
-        const uint32_t a = by_block_[k];
-        uint64_t* row = bits_.data() + row_in_block_[k] * words;
-        for (uint32_t t = p.term_offsets[a]; t < p.term_offsets[a + 1]; ++t) {
-          const uint32_t c = p.terms[t];
-          row[c / 64] |= uint64_t{1} << (c % 64);
-        }
-      }
-      const size_t first = b * kBlockRows, end = std::min(first + kBlockRows, links_.size());
-      for (size_t r = first; r < end; ++r) {
+    links_.clear();
+    // The block's rows, in ascending link order, each cleared as it is read.
+    auto add_block = [&] {
+      for (size_t r = 0; r < links_.size(); ++r) {
         const double cap = p.capacity_bps[links_[r]];
-        uint64_t* row = bits_.data() + (r - first) * words;
+        uint64_t* row = bits_.data() + r * words;
         for (size_t w = 0; w < words; ++w) {
           if (row[w] == 0) continue;
           for (uint64_t x = std::exchange(row[w], 0); x != 0; x &= x - 1) side[w * 64 + std::countr_zero(x)] += cap;
         }
       }
+      links_.clear();
+    };
+    for (uint32_t m = 0; m < nl; ++m) {
+      if (off_[m] == off_[m + 1]) continue;
+      uint64_t* row = bits_.data() + links_.size() * words;
+      for (uint32_t k = off_[m]; k < off_[m + 1]; ++k) {
+        const uint32_t a = by_cover_[k];
+        for (uint32_t t = p.term_offsets[a]; t < p.term_offsets[a + 1]; ++t) {
+          const uint32_t c = p.terms[t];
+          row[c / 64] |= uint64_t{1} << (c % 64);
+        }
+      }
+      links_.push_back(m);
+      if (links_.size() == kBlockRows) add_block();
     }
+    add_block();
     return true;
   }
 
  private:
-  static constexpr uint32_t kNoRow = UINT32_MAX;
-  static constexpr size_t kBlockRows = 64;  // a row's place in its block fits a byte
-  std::vector<uint32_t> row_of_, links_, block_off_, fill_, by_block_;
-  std::vector<uint8_t> row_in_block_;
+  static constexpr size_t kBlockRows = 64;
+  std::vector<uint32_t> off_, by_cover_, links_;
   std::vector<uint64_t> bits_;
 };
 
@@ -1222,10 +1196,10 @@ namespace {
 // Lower bounds of ClassRateBounds's sides, from at most kFew of the
 // distinct cover links feeding each class on each side, found in one pass
 // over the terms with a table of 2 MB per half of the aggregates on the
-// 32k MoE hash case (in cache; the exact sides, CoverSums, take a pass per
-// side and a scattered one per block of cover links). A side with no more
-// than kFew cover links is exact. Else its kFew links summed in ascending
-// order give a lower bound of the exact sum: that sum adds the same values
+// 32k MoE hash case (in cache; the exact sides, CoverSums, group every
+// aggregate by cover link first, per side). A side with no more than kFew
+// cover links is exact. Else its kFew links summed in ascending order give
+// a lower bound of the exact sum: that sum adds the same values
 // in the same relative order among others, none negative, and rounding to
 // nearest is monotone, so each of its partial sums is at least the
 // corresponding one here. So is every later step (adding the outside
