@@ -1,9 +1,12 @@
 // How the simulators use their caller's threads.
 #pragma once
 
-#include <atomic>
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -29,22 +32,48 @@ inline void RunTasks(const TaskRunner& runner, size_t n, const std::function<voi
   for (size_t i = 0; i < n; ++i) task(i);
 }
 
-// A runner for callers without a pool: each call runs the tasks on the
-// calling thread and threads - 1 threads started for the call (no more than
-// there are tasks), taking the next index as each finishes. Empty (tasks in
-// order on the calling thread) for threads <= 1.
+// A fixed pool of helper threads, started once and kept: each Run hands
+// its tasks to the helpers and works on them itself, returning when every
+// one has returned. Callers may Run at once from several threads (their
+// tasks queue; a helper takes the oldest call with tasks left), but a task
+// must not Run on the same pool.
+//
+// Kept, rather than started per call: the hash modes made 53 calls per
+// 8-seed run, each starting a thread (a stack to fault in, an arena to
+// find). What a helper's allocations cost depends on malloc's arenas too
+// (src/process/malloc_huge_pages.h): the pool alone took a cold 32k-moe
+// spray run from 514-805 ms to 475-599 ms, and with one arena to 399-455
+// ms (docs/performance.md, "One malloc arena, a kept pool").
+class TaskPool {
+ public:
+  explicit TaskPool(int helpers);
+  ~TaskPool();
+  TaskPool(const TaskPool&) = delete;
+  TaskPool& operator=(const TaskPool&) = delete;
+
+  void Run(size_t n, const std::function<void(size_t)>& task);
+
+ private:
+  struct Call;
+  void Help();
+
+  std::mutex mu_;
+  std::condition_variable work_;  // a call was queued, or the pool stops
+  std::condition_variable idle_;  // a helper left a call
+  std::deque<Call*> calls_;       // calls with tasks not yet taken, oldest first
+  bool stopping_ = false;
+  std::vector<std::thread> helpers_;
+};
+
+// A runner for callers without a pool of their own: the tasks of each call
+// on the calling thread and on threads - 1 helpers of a TaskPool that the
+// runner (and every copy of it) shares, started with it and joined when
+// the last copy is destroyed. Empty (tasks in order on the calling thread)
+// for threads <= 1.
 inline TaskRunner ThreadsRunner(int threads) {
   if (threads <= 1) return {};
-  return [threads](size_t n, const std::function<void(size_t)>& task) {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i = next++; i < n; i = next++) task(i);
-    };
-    std::vector<std::thread> helpers;
-    for (int t = 1; t < threads && static_cast<size_t>(t) < n; ++t) helpers.emplace_back(work);
-    work();
-    for (auto& h : helpers) h.join();
-  };
+  auto pool = std::make_shared<TaskPool>(threads - 1);
+  return [pool](size_t n, const std::function<void(size_t)>& task) { pool->Run(n, task); };
 }
 
 }  // namespace drainwise::sim
