@@ -126,8 +126,8 @@ bool HasTunables(const std::string& env, std::string value) {
 // GLIBC_TUNABLES as src/process/malloc_huge_pages.h makes it from `before`:
 // each of its tunables that `before` does not name, appended in order.
 std::string WithMallocTunables(std::string before) {
-  for (const char* t :
-       {"glibc.malloc.hugetlb=1", "glibc.malloc.mmap_threshold=33554432", "glibc.malloc.top_pad=16777216"}) {
+  for (const char* t : {"glibc.malloc.hugetlb=1", "glibc.malloc.mmap_threshold=33554432",
+                        "glibc.malloc.top_pad=16777216", "glibc.malloc.arena_max=1"}) {
     const std::string tunable(t);
     if (before.find(tunable.substr(0, tunable.find('='))) != std::string::npos) continue;
     before += (before.empty() ? "" : ":") + tunable;
@@ -138,7 +138,7 @@ std::string WithMallocTunables(std::string before) {
 
 TEST_CASE("the daemon runs with glibc's malloc on huge pages, unless told not to") {
   // src/process/malloc_huge_pages.h: main() re-executes itself once with
-  // glibc.malloc.hugetlb=1 and two thresholds added to GLIBC_TUNABLES (same
+  // glibc.malloc.hugetlb=1, two thresholds and one arena added to GLIBC_TUNABLES (same
   // pid), leaving any the environment already names as they are.
   const char* ours = std::getenv("GLIBC_TUNABLES");
   const std::string before = ours ? ours : "";
@@ -155,7 +155,8 @@ TEST_CASE("the daemon runs with glibc's malloc on huge pages, unless told not to
     ::unsetenv("GLIBC_TUNABLES");
     REQUIRE_MESSAGE(d.started(), d.log());
     CHECK(HasTunables(EnvironOf(d.pid()),
-                      "glibc.malloc.top_pad=0:glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432"));
+                      "glibc.malloc.top_pad=0:glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:"
+                      "glibc.malloc.arena_max=1"));
   }
   ::setenv("DRAINWISE_MALLOC_HUGE_PAGES", "0", 1);
   {
