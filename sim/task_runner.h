@@ -35,15 +35,15 @@ inline void RunTasks(const TaskRunner& runner, size_t n, const std::function<voi
 // A fixed pool of helper threads, started once and kept: each Run hands
 // its tasks to the helpers and works on them itself, returning when every
 // one has returned. Callers may Run at once from several threads (their
-// tasks queue; a helper takes the oldest call with tasks left), but a task
-// must not Run on the same pool.
+// tasks queue; a helper takes the oldest call with tasks left), and a task
+// may Run on the same pool: the caller of each call works on its own
+// tasks, so a call never waits for a helper that is not inside it.
 //
 // Kept, rather than started per call: the hash modes made 53 calls per
 // 8-seed run, each starting a thread (a stack to fault in, an arena to
 // find). What a helper's allocations cost depends on malloc's arenas too
-// (src/process/malloc_huge_pages.h): the pool alone took a cold 32k-moe
-// spray run from 514-805 ms to 475-599 ms, and with one arena to 399-455
-// ms (docs/performance.md, "One malloc arena, a kept pool").
+// (src/process/malloc_huge_pages.h); docs/performance.md, "One malloc
+// arena, a kept pool", has the figures with and without each.
 class TaskPool {
  public:
   explicit TaskPool(int helpers);

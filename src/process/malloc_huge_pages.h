@@ -24,11 +24,12 @@
 // other threads arenas of their own, whose heaps (mappings of at most 64
 // MiB) go back to the kernel as they empty: the simulators' helper threads
 // faulted their working arrays in again on every call, most of it 4 KiB at
-// a time. A 4 KiB fault costs about 12 us on the 2-vCPU VM the figures come
-// from (touching a fresh 200 MiB mapping: 3.0-3.6 ms per MiB on 4 KiB
-// pages, 0.06 ms per MiB on huge pages once the host backs them). With one arena a cold 32k-moe spray run made
-// 1.4-2.1 k page faults instead of 13.7-14.0 k, and 8 hash seeds 20 k
-// instead of 49 k (docs/performance.md, "One malloc arena, a kept pool").
+// a time. A 4 KiB fault costs about 12 us on the 2-vCPU VM the figures
+// come from (touching a fresh 200 MiB mapping: 3.0-3.6 ms per MiB on 4 KiB
+// pages, 0.06 ms per MiB on huge pages once the host backs them). With one
+// arena a cold 32k-moe spray run made 1.4-2.1 k page faults instead of
+// 13.7-14.0 k, and 8 hash seeds 18-20 k instead of 44-48 k
+// (docs/performance.md, "One malloc arena, a kept pool").
 //
 // A tunable GLIBC_TUNABLES already names is left as it is (an operator's
 // choice, and the re-executed process); nothing happens when every one is

@@ -138,8 +138,9 @@ std::string WithMallocTunables(std::string before) {
 
 TEST_CASE("the daemon runs with glibc's malloc on huge pages, unless told not to") {
   // src/process/malloc_huge_pages.h: main() re-executes itself once with
-  // glibc.malloc.hugetlb=1, two thresholds and one arena added to GLIBC_TUNABLES (same
-  // pid), leaving any the environment already names as they are.
+  // glibc.malloc.hugetlb=1, two thresholds and one arena added to
+  // GLIBC_TUNABLES (same pid), leaving any the environment already names as
+  // they are.
   const char* ours = std::getenv("GLIBC_TUNABLES");
   const std::string before = ours ? ours : "";
   {
