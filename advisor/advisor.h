@@ -72,7 +72,9 @@ struct AdvisorOptions {
   double default_drain_duration_s = 3600;
   // Threads a flow-level simulation runs its independent parts on (the
   // seeds of the hash modes, the components of one flow problem): the
-  // request's own and flow_threads - 1 started for the call. 1: the
+  // request's own and flow_threads - 1 helpers, kept by the runner and
+  // shared by concurrent requests (the daemon keeps one set across the
+  // advisors it rebuilds, src/engine/view.h). 1: the
   // request's thread only (the default: on a 2-core host a second thread
   // per simulation competed with the daemon's I/O thread, and /healthz p99
   // under a 120-switch plan went past 10 ms in the sanitizer build, e2e

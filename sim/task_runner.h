@@ -52,6 +52,7 @@ class TaskPool {
   TaskPool& operator=(const TaskPool&) = delete;
 
   void Run(size_t n, const std::function<void(size_t)>& task);
+  int helpers() const { return static_cast<int>(helpers_.size()); }
 
  private:
   struct Call;
@@ -65,6 +66,15 @@ class TaskPool {
   std::vector<std::thread> helpers_;
 };
 
+// A runner over `pool`'s helpers and the calling thread, sharing the pool
+// (for callers that keep one pool across runners: the daemon keeps one
+// across the advisors it rebuilds on every calibration or telemetry
+// change, src/engine/view.h). Empty for a null pool.
+inline TaskRunner PoolRunner(std::shared_ptr<TaskPool> pool) {
+  if (!pool) return {};
+  return [pool = std::move(pool)](size_t n, const std::function<void(size_t)>& task) { pool->Run(n, task); };
+}
+
 // A runner for callers without a pool of their own: the tasks of each call
 // on the calling thread and on threads - 1 helpers of a TaskPool that the
 // runner (and every copy of it) shares, started with it and joined when
@@ -72,8 +82,7 @@ class TaskPool {
 // for threads <= 1.
 inline TaskRunner ThreadsRunner(int threads) {
   if (threads <= 1) return {};
-  auto pool = std::make_shared<TaskPool>(threads - 1);
-  return [pool](size_t n, const std::function<void(size_t)>& task) { pool->Run(n, task); };
+  return PoolRunner(std::make_shared<TaskPool>(threads - 1));
 }
 
 }  // namespace drainwise::sim

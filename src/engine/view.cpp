@@ -37,11 +37,19 @@ void UpdateDerived(View& v, const View* previous) {
     v.link_state.reset();
   }
   if (!v.calibration) v.calibration = std::make_shared<const Calibration>();
+  const int helpers = v.calibration->options.flow_threads - 1;
+  if (helpers < 1) {
+    v.flow_pool.reset();
+  } else if (previous && previous->flow_pool && previous->flow_pool->helpers() == helpers) {
+    v.flow_pool = previous->flow_pool;
+  } else if (!v.flow_pool || v.flow_pool->helpers() != helpers) {
+    v.flow_pool = std::make_shared<sim::TaskPool>(helpers);
+  }
   const bool same_calibration = previous && previous->calibration == v.calibration && previous->advisor;
   if (same_calibration) {
     v.advisor = previous->advisor;
   } else {
-    v.advisor = std::make_shared<const advisor::Advisor>(v.calibration->options);
+    v.advisor = std::make_shared<const advisor::Advisor>(v.calibration->options, sim::PoolRunner(v.flow_pool));
   }
   if (!v.link_state || v.link_state->background_bps.empty()) {
     v.advisor_background.reset();
@@ -50,7 +58,7 @@ void UpdateDerived(View& v, const View* previous) {
   } else {
     auto options = v.calibration->options;
     options.flow.background_bps = v.link_state->background_bps;
-    v.advisor_background = std::make_shared<const advisor::Advisor>(std::move(options));
+    v.advisor_background = std::make_shared<const advisor::Advisor>(std::move(options), sim::PoolRunner(v.flow_pool));
   }
 }
 

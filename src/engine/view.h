@@ -26,6 +26,7 @@
 #include "model/drain.h"
 #include "model/snapshot.h"
 #include "policies/policy.h"
+#include "sim/task_runner.h"
 
 namespace drainwise::engine {
 
@@ -83,6 +84,11 @@ struct View {
   // one that also subtracts the link state's background load (null without).
   std::shared_ptr<const advisor::Advisor> advisor;
   std::shared_ptr<const advisor::Advisor> advisor_background;
+  // The helper threads both advisors run flow simulations' parts on
+  // (advisor.flow_threads - 1 of them; null for 1), kept from view to view
+  // while that count stays: the advisors are rebuilt on every calibration
+  // or telemetry change, and each would otherwise start threads of its own.
+  std::shared_ptr<sim::TaskPool> flow_pool;
   std::shared_ptr<const advisor::SimCache> cache;  // the snapshot's; null without a snapshot
   // Of the connectors' merged topology; used only while it is of the
   // snapshot's topology version (a topology PUT over the API has no drift).
@@ -110,7 +116,8 @@ Calibration Rebase(const Calibration& calibration, const advisor::AdvisorOptions
 
 // Recomputes the derived members of `view` after its inputs changed:
 // advisors when the calibration or link state changed (cheap: no
-// precomputation), the cache only when the snapshot changed. A link state
+// precomputation; the flow pool is kept unless advisor.flow_threads
+// changed), the cache only when the snapshot changed. A link state
 // of another topology version is dropped.
 void UpdateDerived(View& view, const View* previous);
 

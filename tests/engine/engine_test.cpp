@@ -3,6 +3,11 @@
 // caches) across calibration and link-state changes.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "advisor/sim_cache.h"
 #include "engine/codec.h"
 #include "engine/engine.h"
@@ -272,4 +277,80 @@ TEST_CASE("view: a calibration change keeps the caches and rebuilds the advisor 
   CHECK(v2.advisor != v1.advisor);
   CHECK(v2.advisor->options().flow.goodput == doctest::Approx(0.5));
   CHECK(v1.advisor->options().flow.goodput == doctest::Approx(0.95));  // the old view is untouched
+}
+
+namespace {
+
+// The thread other than the caller's that runs one of two tasks of
+// `runner`: each task waits (at most 10 s) until both have started, so
+// they run at once, on two threads. A default id when they did not.
+std::thread::id HelperOf(const sim::TaskRunner& runner) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int started = 0;
+  std::thread::id helper;
+  const auto caller = std::this_thread::get_id();
+  bool both = true;
+  runner(2, [&](size_t) {
+    std::unique_lock lock(mu);
+    if (std::this_thread::get_id() != caller) helper = std::this_thread::get_id();
+    ++started;
+    cv.notify_all();
+    if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return started == 2; })) both = false;
+  });
+  return both ? helper : std::thread::id{};
+}
+
+}  // namespace
+
+TEST_CASE("view: the advisors share one kept flow pool until advisor.flow_threads changes") {
+  auto base = MakeView(testing::SnapshotFromJson(testing::TwoByTwo(), TwoJobs()));
+  CHECK(base.flow_pool == nullptr);  // flow_threads 1 (the default): no helper threads
+  CHECK(!base.advisor->flow_runner());
+
+  engine::View v1 = base;
+  auto two = std::make_shared<engine::Calibration>(*base.calibration);
+  two->options.flow_threads = 2;
+  v1.calibration = two;
+  engine::UpdateDerived(v1, &base);
+  REQUIRE(v1.flow_pool != nullptr);
+  CHECK(v1.flow_pool->helpers() == 1);
+  const std::thread::id helper = HelperOf(v1.advisor->flow_runner());
+  REQUIRE(helper != std::thread::id{});
+
+  // New telemetry: a new background advisor, on the same helper.
+  engine::View v2 = v1;
+  auto ls = std::make_shared<engine::LinkState>();
+  ls->topology_version = v2.snapshot->topology_version;
+  ls->background_bps.assign(2 * v2.snapshot->topology->link_count(), 10e9);
+  v2.link_state = ls;
+  engine::UpdateDerived(v2, &v1);
+  REQUIRE(v2.advisor_background != nullptr);
+  CHECK(v2.flow_pool == v1.flow_pool);
+  CHECK(HelperOf(v2.advisor_background->flow_runner()) == helper);
+
+  // A new calibration with the same thread count: a new advisor, the same pool.
+  engine::View v3 = v2;
+  auto fit = std::make_shared<engine::Calibration>(*two);
+  fit->options.flow.goodput = 0.5;
+  v3.calibration = fit;
+  engine::UpdateDerived(v3, &v2);
+  CHECK(v3.advisor != v2.advisor);
+  CHECK(v3.flow_pool == v1.flow_pool);
+  CHECK(HelperOf(v3.advisor->flow_runner()) == helper);
+
+  // Another count: a pool of its own; back to 1: none.
+  engine::View v4 = v3;
+  auto three = std::make_shared<engine::Calibration>(*fit);
+  three->options.flow_threads = 3;
+  v4.calibration = three;
+  engine::UpdateDerived(v4, &v3);
+  REQUIRE(v4.flow_pool != nullptr);
+  CHECK(v4.flow_pool != v1.flow_pool);
+  CHECK(v4.flow_pool->helpers() == 2);
+  engine::View v5 = v4;
+  v5.calibration = base.calibration;
+  engine::UpdateDerived(v5, &v4);
+  CHECK(v5.flow_pool == nullptr);
+  CHECK(!v5.advisor->flow_runner());
 }
