@@ -12,19 +12,24 @@
 //                                            (Moe32k_Full_Spray/2);
 //                                            Moe32k_Drained_Hash/8/2/1 times the
 //                                            drained runs alone (last argument 0:
-//                                            every seed routes every demand)
+//                                            every seed routes every demand);
+//                                            Moe32k_Drained_Spray/2/15 spray's
+//                                            drained run alone, 15 s idle before each
 //
 // Each "Full" iteration is what a cold assessment costs: workload, routes and
 // baseline (FlowSimulator::Create) plus the drained run; "Drained" reuses a
 // cached baseline; "Warm" is a Full run after an untimed one in the same
 // process (the allocator's memory reused, as in a daemon). Counters: rank-level flows, solver aggregates, completion
 // batches, and simulated seconds per wall second.
+#include <sys/resource.h>
+
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -148,12 +153,27 @@ void RunMoe(benchmark::State& state, sim::FlowRouting routing, int seeds, int th
   RunFullOn(state, snap, "spine", o, threads, warm);
 }
 
-// Times Simulate alone on `sim`, a simulator whose baseline is cached.
+double SystemCpuS() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_stime.tv_usec);
+}
+
+// Times Simulate alone on `sim`, a simulator whose baseline is cached,
+// `pause_s` idle (untimed) before each call, as between a daemon's
+// assessments. Counter sys_s: the process's system CPU time in the last
+// timed call (on this VM, mostly the kernel zeroing pages it hands out).
 void TimeDrained(benchmark::State& state, const sim::FlowSimulator& sim, const model::Drain& d,
-                 const sim::TaskRunner& runner = {}) {
+                 const sim::TaskRunner& runner = {}, int pause_s = 0) {
   sim::FlowReport last;
-  double wall = 0;
+  double wall = 0, sys = 0;
   for (auto _ : state) {
+    if (pause_s > 0) {
+      state.PauseTiming();
+      std::this_thread::sleep_for(std::chrono::seconds(pause_s));
+      state.ResumeTiming();
+    }
+    const double sys0 = SystemCpuS();
     auto t0 = std::chrono::steady_clock::now();
     auto rep = sim.Simulate(d, {}, runner);
     if (!rep) {
@@ -161,10 +181,12 @@ void TimeDrained(benchmark::State& state, const sim::FlowSimulator& sim, const m
       return;
     }
     wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    sys = SystemCpuS() - sys0;
     last = std::move(*rep);
     benchmark::DoNotOptimize(last);
   }
   Report(state, last, wall);
+  state.counters["sys_s"] = sys;
 }
 
 void RunDrained(benchmark::State& state, double a2a, const std::string& drain) {
@@ -229,6 +251,25 @@ void BM_Moe32k_Drained_Hash(benchmark::State& state) {
   TimeDrained(state, **sim, d, runner);
 }
 
+// Spray's drained run alone on a cached baseline (a daemon's spray
+// assessment). Arguments: threads, seconds idle before each call (0: back
+// to back). On this VM the host takes back guest memory freed for a few
+// seconds, so after a pause the run pays the first touch of every page it
+// allocates again (docs/performance.md, "Cold and warm pages").
+void BM_Moe32k_Drained_Spray(benchmark::State& state) {
+  static const model::SnapshotPtr moe = bench::PresetSnapshot("32k-moe");
+  sim::FlowOptions o;
+  o.routing = sim::FlowRouting::kSpray;
+  const sim::TaskRunner runner = sim::ThreadsRunner(static_cast<int>(state.range(0)));
+  model::Drain d = DrainOf(*moe->topology, "spine");
+  auto sim = sim::FlowSimulator::Create(moe, o, {}, runner);
+  if (!sim) {
+    state.SkipWithError(sim.error().message.c_str());
+    return;
+  }
+  TimeDrained(state, **sim, d, runner, static_cast<int>(state.range(1)));
+}
+
 void BM_Moe32k_Full_Adaptive(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kAdaptive, 1, ThreadsArg(s)); }
 // The same after one untimed run in the process (memory reused).
 void BM_Moe32k_Warm_Spray(benchmark::State& s) {
@@ -278,6 +319,12 @@ BENCHMARK(BM_Moe32k_Drained_Hash)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(2);
+BENCHMARK(BM_Moe32k_Drained_Spray)
+    ->Args({2, 0})
+    ->Args({2, 15})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 BENCHMARK(BM_Moe32k_Full_Adaptive)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_Moe32k_Warm_Spray)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_Moe32k_Warm_SprayPath)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
