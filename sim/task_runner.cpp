@@ -36,6 +36,7 @@ void TaskPool::Run(size_t n, const std::function<void(size_t)>& task) {
       std::lock_guard<std::mutex> lock(mu_);
       calls_.push_back(&call);
     }
+    // No more helpers woken than there are tasks besides the caller's first.
     if (n - 1 >= helpers_.size()) {
       work_.notify_all();
     } else {
