@@ -101,6 +101,7 @@ void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const st
   // kernel can say: Create's from the resident size when it starts,
   // Simulate's from the size Create left.
   std::optional<double> create_peak, simulate_peak;
+  double create_s = 0;  // of the last iteration: Create's wall time (the rest of `wall` is Simulate's)
   for (auto _ : state) {
     const bool phases = bench::ResetPeakRss();
     auto t0 = std::chrono::steady_clock::now();
@@ -109,6 +110,7 @@ void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const st
       state.SkipWithError(sim.error().message.c_str());
       return;
     }
+    create_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (phases) create_peak = bench::PeakRssMB();
     const bool simulate_phase = phases && bench::ResetPeakRss();
     auto rep = (*sim)->Simulate(d, {}, runner);
@@ -125,6 +127,8 @@ void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const st
   Report(state, last, wall);
   // What the simulator keeps between calls, in all and per cached aggregate.
   state.counters["baseline_MB"] = static_cast<double>(kept.bytes) / 1e6;
+  state.counters["create_s"] = create_s;
+  state.counters["simulate_s"] = wall - create_s;
   if (create_peak) state.counters["create_peak_MB"] = *create_peak;
   if (simulate_peak) state.counters["simulate_peak_MB"] = *simulate_peak;
   if (kept.aggregates > 0) {

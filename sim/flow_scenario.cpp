@@ -100,7 +100,10 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
     hint = {&from.reuse->SpraySolution(), &previous};
   }
   SolverScratch scratch = from.pool != nullptr ? from.pool->TakeScratch() : SolverScratch{};
-  auto sol = SolveFluid(sc.problem, stop, hint, FluidOptions{options.incremental_solver, &scratch, from.runner});
+  // At most one entry per two aggregates or per directed link, or none.
+  const FluidOptions solve{options.incremental_solver, &scratch, from.runner, from.footprint ? &sc.footprint : nullptr,
+                           std::max(sc.problem.aggregate_count() / 2, sc.capacity_bps.size())};
+  auto sol = SolveFluid(sc.problem, stop, hint, solve);
   if (!sol) return tl::unexpected(sol.error());
   sc.solution = std::move(*sol);
   if (!sc.routed.empty()) FinishPartial(*base, outside, sc);
@@ -120,7 +123,7 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
     }
     if (sc.links_penalised > 0) {
       sc.capacity_bps = sc.problem.capacity_bps;
-      auto again = SolveFluid(sc.problem, stop, {}, FluidOptions{options.incremental_solver, &scratch, from.runner});
+      auto again = SolveFluid(sc.problem, stop, {}, solve);
       if (!again) return tl::unexpected(again.error());
       sc.solution = std::move(*again);
     }

@@ -75,17 +75,10 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   State::ProblemPool pool;
   // (Not a task of the runner's: Create runs the seeds one after another.)
   auto keep = [&](size_t k, Scenario sc) {
-    // The outcome and, for seeds after the first, what their drained runs
-    // need to route only the components a drain touches (at most one entry
-    // per two aggregates or per directed link, or none), on the runner's
-    // threads: the footprint is most of the time of keeping a seed, and
-    // beside the outcome, which takes a few per cent of it, it left a
-    // thread idle.
+    // The outcome; for seeds after the first, the solve also kept what
+    // their drained runs need to route only the components a drain
+    // touches (sc.footprint, RunFrom::footprint).
     st->baseline_outcomes[k] = Summarize(*st, sc);
-    if (st->hash() && k > 0 && st->options.partial_drained_runs) {
-      const size_t cap = std::max(sc.problem.aggregate_count() / 2, st->capacity_bps.size());
-      sc.footprint = FootprintOf(sc.problem, sc.solution, cap, runner);
-    }
     pool.Give(std::move(sc.problem));
     sc.problem = FluidProblem{};
     if (st->hash()) {
@@ -115,6 +108,7 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
     from.reuse = &st->baseline[0];
     from.pool = &pool;
     from.runner = &runner;
+    from.footprint = st->hash() && st->options.partial_drained_runs;
     auto sc = st->Run(none, from, st->options.seed + k, stop);
     if (!sc) return tl::unexpected(sc.error());
     keep(k, std::move(*sc));

@@ -200,6 +200,9 @@ struct FlowSimulator::State {
     // after the first): a hash run may route only the components of
     // `reuse` that the drain touches.
     bool summary_only = false;
+    // Keep the solution's footprint (a hash baseline after the first, whose
+    // drained runs may then be partial): sc.footprint, computed by the solve.
+    bool footprint = false;
   };
   // Registers every demand's routes under `mask` in `table` and computes
   // them, borrowing from `from.routes` (same mask) or `from.reuse`'s table

@@ -248,7 +248,9 @@ struct ComponentFootprint {
 // are each one link at share 1 and whose aggregates all have private links
 // (the hash modes'), where a class's sides are its link's; empty otherwise,
 // and when it would take more than `max_entries` entries. The components in
-// two runs through `runner`, each component's sides from its own aggregates.
+// four runs through `runner`, each component's sides from its own aggregates.
+// The simulator takes its footprints from the solve (FluidOptions::footprint,
+// the same to the bit); this is the reference the tests check it against.
 ComponentFootprint FootprintOf(const FluidProblem& problem, const FluidSolution& solution, size_t max_entries,
                                const TaskRunner& runner = {});
 
@@ -293,6 +295,12 @@ struct FluidOptions {
   // empty: one after another on the calling thread. The solution is the
   // same to the last bit either way. Not called from inside a task.
   const TaskRunner* runner = nullptr;
+  // When set, SolveFluid also writes there what FootprintOf(problem,
+  // solution, footprint_max_entries) would return, the same to the bit: a
+  // component's part as soon as its rates are known, on a thread that has
+  // no component left to solve (while another solves the last ones).
+  ComponentFootprint* footprint = nullptr;
+  size_t footprint_max_entries = SIZE_MAX;
 };
 
 Result<FluidSolution> SolveFluid(const FluidProblem& problem, std::stop_token stop = {}, const ReuseHint& reuse = {},

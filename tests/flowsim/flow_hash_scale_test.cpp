@@ -22,6 +22,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <span>
@@ -596,6 +597,32 @@ TEST_CASE("hash modes: the unit-share bounds and the components match the genera
         CheckSameFootprint(threaded, foot_fast);
         CHECK(sim::FootprintOf(p, sc->solution, threaded.entries.size() - 1, runner).empty());
         CHECK(!sim::FootprintOf(p, sc->solution, threaded.entries.size(), runner).empty());
+        // The solve's own footprint (FluidOptions::footprint), on one
+        // thread and on two: FootprintOf's, to the bit, and none one entry
+        // short. (Several components solved at once make the two-thread
+        // solve hand footprints to a thread left without a component.)
+        for (const sim::TaskRunner* r : {static_cast<const sim::TaskRunner*>(nullptr), &runner}) {
+          CAPTURE(r != nullptr);
+          sim::ComponentFootprint solved, short_one;
+          auto again = sim::SolveFluid(p, {}, {}, sim::FluidOptions{true, nullptr, r, &solved, SIZE_MAX});
+          REQUIRE(again.has_value());
+          CheckSameFootprint(solved, foot_fast);
+          short_one.offsets = {0};  // overwritten: empty
+          REQUIRE(
+              sim::SolveFluid(p, {}, {}, sim::FluidOptions{true, nullptr, r, &short_one, threaded.entries.size() - 1})
+                  .has_value());
+          CHECK(short_one.empty());
+        }
+        // Every component copied from a previous solution, none solved:
+        // the footprint is made after the solve's tasks.
+        std::vector<uint32_t> same(na);
+        std::iota(same.begin(), same.end(), 0u);
+        sim::ComponentFootprint copied;
+        auto reused = sim::SolveFluid(p, {}, sim::ReuseHint{&sc->solution, &same},
+                                      sim::FluidOptions{true, nullptr, &runner, &copied, SIZE_MAX});
+        REQUIRE(reused.has_value());
+        CHECK(reused->components_solved == 0);
+        CheckSameFootprint(copied, foot_fast);
       }
       ++problems;
     }
