@@ -235,43 +235,41 @@ void BM_Moe32k_Full_HashRehash(benchmark::State& s) {
   RunMoe(s, sim::FlowRouting::kHashRehash, static_cast<int>(s.range(0)), static_cast<int>(s.range(1)));
 }
 
-// Drained runs only, on a cached baseline (FlowSimulator::Create untimed):
-// what each of a daemon's hash assessments costs once its sim cache holds
-// the snapshot. Arguments: seeds, threads, partial drained runs (1, the
-// default) or every demand routed in every seed (0).
-void BM_Moe32k_Drained_Hash(benchmark::State& state) {
+// Drained runs only on `32k-moe`, on a cached baseline (FlowSimulator::Create
+// untimed): what each of a daemon's assessments costs once its sim cache
+// holds the snapshot.
+void TimeMoeDrained(benchmark::State& state, const sim::FlowOptions& o, int threads, int pause_s = 0) {
   static const model::SnapshotPtr moe = bench::PresetSnapshot("32k-moe");
+  const sim::TaskRunner runner = sim::ThreadsRunner(threads);
+  model::Drain d = DrainOf(*moe->topology, "spine");
+  auto sim = sim::FlowSimulator::Create(moe, o, {}, runner);
+  if (!sim) {
+    state.SkipWithError(sim.error().message.c_str());
+    return;
+  }
+  TimeDrained(state, **sim, d, runner, pause_s);
+}
+
+// Hash. Arguments: seeds, threads, partial drained runs (1, the default) or
+// every demand routed in every seed (0).
+void BM_Moe32k_Drained_Hash(benchmark::State& state) {
   sim::FlowOptions o;
   o.routing = sim::FlowRouting::kHashResilient;
   o.hash_seeds = static_cast<int>(state.range(0));
   o.partial_drained_runs = state.range(2) != 0;
-  const sim::TaskRunner runner = sim::ThreadsRunner(static_cast<int>(state.range(1)));
-  model::Drain d = DrainOf(*moe->topology, "spine");
-  auto sim = sim::FlowSimulator::Create(moe, o, {}, runner);
-  if (!sim) {
-    state.SkipWithError(sim.error().message.c_str());
-    return;
-  }
-  TimeDrained(state, **sim, d, runner);
+  TimeMoeDrained(state, o, static_cast<int>(state.range(1)));
 }
 
 // Spray's drained run alone on a cached baseline (a daemon's spray
 // assessment). Arguments: threads, seconds idle before each call (0: back
-// to back). On this VM the host takes back guest memory freed for a few
-// seconds, so after a pause the run pays the first touch of every page it
-// allocates again (docs/performance.md, "Cold and warm pages").
+// to back). On this VM the host takes back guest memory left free for a
+// few seconds, and touching it again is slow; the drained run allocates
+// little that is new, so it barely pays that (docs/performance.md, "Cold
+// and warm pages").
 void BM_Moe32k_Drained_Spray(benchmark::State& state) {
-  static const model::SnapshotPtr moe = bench::PresetSnapshot("32k-moe");
   sim::FlowOptions o;
   o.routing = sim::FlowRouting::kSpray;
-  const sim::TaskRunner runner = sim::ThreadsRunner(static_cast<int>(state.range(0)));
-  model::Drain d = DrainOf(*moe->topology, "spine");
-  auto sim = sim::FlowSimulator::Create(moe, o, {}, runner);
-  if (!sim) {
-    state.SkipWithError(sim.error().message.c_str());
-    return;
-  }
-  TimeDrained(state, **sim, d, runner, static_cast<int>(state.range(1)));
+  TimeMoeDrained(state, o, static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
 }
 
 void BM_Moe32k_Full_Adaptive(benchmark::State& s) { RunMoe(s, sim::FlowRouting::kAdaptive, 1, ThreadsArg(s)); }
