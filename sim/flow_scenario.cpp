@@ -77,8 +77,7 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
   // out turn out coupled to the routed ones.
   Outside outside;
   const Scenario* base = from.reuse;
-  const bool may_skip = hash() && from.summary_only && base != nullptr && !base->footprint.empty() &&
-                        options.partial_drained_runs && options.overload_penalty == 0;
+  const bool may_skip = partial_runs() && from.summary_only && base != nullptr && !base->footprint.empty();
   if (hash()) {
     RouteHash(mask, from, seed, may_skip ? base : nullptr, sc);
     if (!sc.routed.empty() && !AddOutside(*base, sc, outside)) {

@@ -108,7 +108,7 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
     from.reuse = &st->baseline[0];
     from.pool = &pool;
     from.runner = &runner;
-    from.footprint = st->hash() && st->options.partial_drained_runs;
+    from.footprint = st->partial_runs();
     auto sc = st->Run(none, from, st->options.seed + k, stop);
     if (!sc) return tl::unexpected(sc.error());
     keep(k, std::move(*sc));

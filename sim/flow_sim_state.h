@@ -107,6 +107,11 @@ struct FlowSimulator::State {
   bool hash() const {
     return options.routing == FlowRouting::kHashResilient || options.routing == FlowRouting::kHashRehash;
   }
+  // Whether drained runs may be partial (flow_partial.cpp): hash modes,
+  // unless switched off or overloaded links are penalised (a penalised link
+  // may lie in a component the run would leave out, which would then need
+  // solving again). Baselines keep footprints only then.
+  bool partial_runs() const { return hash() && options.partial_drained_runs && options.overload_penalty == 0; }
 
   // Registers the routes (switch pairs, or the host pair of an explicit
   // flow) demand `d` can use under `mask`.
