@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "model/units.h"
+#include "sim/buffers.h"
 #include "sim/flow_sim_state.h"
-#include "sim/huge_pages.h"
 
 namespace drainwise::sim {
 
@@ -59,13 +59,13 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   // term per fabric link: reserved once (pages never touched stay free),
   // so millions of aggregates cost no reallocation and copy.
   const size_t max_aggs = std::max<size_t>(nd, workload.rank_flows);
-  ReserveHuge(p.weight, max_aggs);
-  ReserveHuge(p.bits, max_aggs);
-  ReserveHuge(p.private_offsets, max_aggs + 1);
-  ReserveHuge(p.term_offsets, max_aggs + 1);
-  ReserveHuge(p.private_links, 2 * max_aggs);
-  ReserveHuge(p.terms, 4 * max_aggs);
-  ReserveHuge(sc.agg_demand, max_aggs);
+  ReserveWithRoom(p.weight, max_aggs);
+  ReserveWithRoom(p.bits, max_aggs);
+  ReserveWithRoom(p.private_offsets, max_aggs + 1);
+  ReserveWithRoom(p.term_offsets, max_aggs + 1);
+  ReserveWithRoom(p.private_links, 2 * max_aggs);
+  ReserveWithRoom(p.terms, 4 * max_aggs);
+  ReserveWithRoom(sc.agg_demand, max_aggs);
   // One class per directed fabric link, made when a path first crosses
   // it: a hashed path's fabric part is one term per link, so routing needs
   // no table of distinct paths (millions of them, one lookup per aggregate,

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/huge_pages.h"
+#include "sim/buffers.h"
 
 namespace drainwise::sim {
 

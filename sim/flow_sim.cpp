@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/buffers.h"
 #include "sim/flow_sim_state.h"
-#include "sim/huge_pages.h"
 
 namespace drainwise::sim {
 

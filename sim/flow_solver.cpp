@@ -12,7 +12,7 @@
 #include <queue>
 #include <utility>
 
-#include "sim/huge_pages.h"
+#include "sim/buffers.h"
 #include "sim/key_sort.h"
 
 namespace drainwise::sim {
@@ -212,7 +212,7 @@ class UnionFind {
  public:
   // `parent` is the storage (its capacity is kept by the caller).
   UnionFind(std::vector<uint32_t>& parent, size_t n) : parent_(parent) {
-    AssignHuge(parent_, n, 0u);
+    AssignWithRoom(parent_, n, 0u);
     std::iota(parent_.begin(), parent_.end(), 0u);
   }
   uint32_t Find(uint32_t x) {
@@ -301,7 +301,7 @@ struct LocalProblem {
       for (uint32_t k = off[f]; k < off[f + 1]; ++k) ++rev_off[target_of(k) + 1];
     }
     for (size_t i = 0; i < n; ++i) rev_off[i + 1] += rev_off[i];
-    AssignHuge(rev, rev_off.back(), 0u);
+    AssignWithRoom(rev, rev_off.back(), 0u);
     std::vector<uint32_t> fill(rev_off.begin(), rev_off.end() - 1);
     for (size_t f = 0; f < from_count; ++f) {
       for (uint32_t k = off[f]; k < off[f + 1]; ++k) {
@@ -316,7 +316,7 @@ struct LocalProblem {
     const size_t nl = links.size(), nc = class_off.size() - 1, na = aggs.size();
     Reverse(
         nl, priv_off, na, [&](uint32_t k) { return priv[k]; }, link_aggs_off, link_aggs, kNoEntry);
-    AssignHuge(link_class_share, class_links.size(), 0.0);
+    AssignWithRoom(link_class_share, class_links.size(), 0.0);
     Reverse(
         nl, class_off, nc, [&](uint32_t k) { return class_links[k].link; }, link_classes_off, link_classes,
         [&](uint32_t i, uint32_t k) { link_class_share[i] = class_links[k].share; });
@@ -496,16 +496,16 @@ class IncrementalEvents {
   Status Run(LocalProblem& p, const std::vector<double>& bits, WaterFiller& filler, FluidSolution& sol, size_t& events,
              std::stop_token stop) {
     const size_t n = p.aggs.size(), nl = p.links.size(), nc = p.class_off.size() - 1;
-    AssignHuge(active_, n, 0);
-    AssignHuge(rate_, n, 0.0);
-    AssignHuge(bottleneck_, n, kNoLink);
-    AssignHuge(remaining_, n, 0.0);
-    AssignHuge(since_, n, 0.0);
-    AssignHuge(version_, n, 0);
+    AssignWithRoom(active_, n, 0);
+    AssignWithRoom(rate_, n, 0.0);
+    AssignWithRoom(bottleneck_, n, kNoLink);
+    AssignWithRoom(remaining_, n, 0.0);
+    AssignWithRoom(since_, n, 0.0);
+    AssignWithRoom(version_, n, 0);
     order_.clear();
     // Room for n (push_back's doubling would keep up to twice it, per thread;
-    // ReserveHuge takes 1/32 more, so the next component may fit in it).
-    ReserveHuge(order_, n);
+    // ReserveWithRoom takes 1/32 more, so the next component may fit in it).
+    ReserveWithRoom(order_, n);
     for (size_t i = 0; i < n; ++i) {
       remaining_[i] = bits[p.aggs[i]];
       if (remaining_[i] > 0) active_[i] = 1;
@@ -538,7 +538,7 @@ class IncrementalEvents {
     heap_.clear();
     compact_at_ = 4096;
     initial_.clear();
-    ReserveHuge(initial_, order_.size());
+    ReserveWithRoom(initial_, order_.size());
     cursor_ = 0;
     for (uint32_t i : order_) {
       version_[i] = 1;
@@ -551,7 +551,7 @@ class IncrementalEvents {
     // Scratch of the re-fills, stamped per batch.
     link_stamp_.assign(nl, 0);
     class_stamp_.assign(nc, 0);
-    AssignHuge(agg_stamp_, n, 0u);
+    AssignWithRoom(agg_stamp_, n, 0u);
     slope_.assign(nl, 0.0);
     used_.assign(nl, 0.0);
     queued_.assign(nl, kInf);
@@ -1059,7 +1059,7 @@ void GroupByCover(const FluidProblem& p, int s, std::vector<uint32_t>& off, std:
     if (p.private_offsets[a] != p.private_offsets[a + 1]) ++off[p.private_links[CoverOf(p, s, a)] + 1];
   }
   for (size_t l = 0; l < nl; ++l) off[l + 1] += off[l];
-  AssignHuge(by_cover, off[nl], 0u);
+  AssignWithRoom(by_cover, off[nl], 0u);
   std::vector<uint32_t> fill(off.begin(), off.end() - 1);
   for (size_t a = 0; a < na; ++a) {
     if (p.private_offsets[a] != p.private_offsets[a + 1])
@@ -1555,7 +1555,7 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
   // Members of each component, ascending.
   std::vector<uint32_t> comp_off(ncomp + 1, 0), members;
   for (size_t c = 0; c < ncomp; ++c) comp_off[c + 1] = comp_off[c] + sol.component_size[c];
-  AssignHuge(members, na, 0u);
+  AssignWithRoom(members, na, 0u);
   {
     std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
     for (uint32_t a = 0; a < na; ++a) members[fill[sol.component_of(a)]++] = a;
@@ -1665,11 +1665,11 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
       terms += p.term_offsets[*it + 1] - p.term_offsets[*it];
     }
     const size_t n = static_cast<size_t>(me - mb);
-    ReserveHuge(lp.aggs, n);
-    ReserveHuge(lp.weight, n);
-    ReserveHuge(lp.priv_off, n + 1);
-    ReserveHuge(lp.term_off, n + 1);
-    ReserveHuge(lp.priv, priv + terms);  // most terms flatten into private links
+    ReserveWithRoom(lp.aggs, n);
+    ReserveWithRoom(lp.weight, n);
+    ReserveWithRoom(lp.priv_off, n + 1);
+    ReserveWithRoom(lp.term_off, n + 1);
+    ReserveWithRoom(lp.priv, priv + terms);  // most terms flatten into private links
   }
   // One pass over the aggregates. Local link ids go in the order of first
   // use, private links first, then class links (ties between links
@@ -1831,11 +1831,11 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   SolverScratch::Impl& work = (options.scratch != nullptr ? options.scratch : own.get())->impl();
   const size_t na = p.aggregate_count(), nc = p.class_count(), nl = p.capacity_bps.size();
   FluidSolution sol;
-  AssignHuge(sol.finish_s, na, 0.0);
-  AssignHuge(sol.rate0_bps, na, 0.0);
-  AssignHuge(sol.bottleneck0, na, kNoLink);
+  AssignWithRoom(sol.finish_s, na, 0.0);
+  AssignWithRoom(sol.rate0_bps, na, 0.0);
+  AssignWithRoom(sol.bottleneck0, na, kNoLink);
   sol.load0_bps.assign(nl, 0.0);
-  AssignHuge(sol.component, na, 0u);
+  AssignWithRoom(sol.component, na, 0u);
 
   // 1. Tight links: private links always; class links whose bounded load can
   //    exceed their capacity.
@@ -1914,7 +1914,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   }
   // Dense component ids in order of first aggregate; members grouped.
   std::vector<uint32_t>& comp_of_root = work.comp_of_root;  // indexed by root id
-  AssignHuge(comp_of_root, nc + nl, UINT32_MAX);
+  AssignWithRoom(comp_of_root, nc + nl, UINT32_MAX);
   for (uint32_t a = 0; a < na; ++a) {
     const uint32_t first = first_of(a);
     uint32_t alone = UINT32_MAX;
@@ -1930,7 +1930,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   std::vector<uint32_t> comp_off(ncomp + 1, 0);
   for (size_t c = 0; c < ncomp; ++c) comp_off[c + 1] = comp_off[c] + sol.component_size[c];
   std::vector<uint32_t>& members = work.members;
-  AssignHuge(members, na, 0u);
+  AssignWithRoom(members, na, 0u);
   {
     std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
     for (uint32_t a = 0; a < na; ++a) members[fill[sol.component[a]]++] = a;

@@ -10,8 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "sim/huge_pages.h"
-
 namespace drainwise::sim {
 
 // A key whose unsigned order is the order of `<` on doubles, NaN aside
@@ -67,11 +65,7 @@ void SortByFewKeys(std::vector<T>& v, const Key& key) {
     return;
   }
   std::vector<uint64_t> slot_key(kSlots);
-  // The two arrays of n entries on huge pages: fresh at every call (a
-  // component's t = 0 sorts, 18 MB on the 32k MoE hash case), they were
-  // over a third of that case's page faults in 4 KiB pages.
-  std::vector<uint32_t> slot_id(kSlots, kEmpty), id_of;
-  AssignHuge(id_of, n, 0u);
+  std::vector<uint32_t> slot_id(kSlots, kEmpty), id_of(n);
   std::vector<uint64_t> keys;  // per distinct id
   std::vector<uint32_t> count;
   for (size_t i = 0; i < n; ++i) {
@@ -96,9 +90,7 @@ void SortByFewKeys(std::vector<T>& v, const Key& key) {
   std::sort(by_key.begin(), by_key.end(), [&](uint32_t x, uint32_t y) { return keys[x] < keys[y]; });
   uint32_t at = 0;
   for (uint32_t id : by_key) at += std::exchange(count[id], at);  // count[id]: where id's entries start
-  std::vector<T> out;
-  ReserveHuge(out, n);
-  out.resize(n);
+  std::vector<T> out(n);
   for (size_t i = 0; i < n; ++i) out[count[id_of[i]]++] = v[i];
   v.swap(out);
 }
