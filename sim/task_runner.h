@@ -42,7 +42,7 @@ inline void RunTasks(const TaskRunner& runner, size_t n, const std::function<voi
 // Kept, rather than started per call: the hash modes made 53 calls per
 // 8-seed run, each starting a thread (a stack to fault in, an arena to
 // find). What a helper's allocations cost depends on malloc's arenas too
-// (src/process/malloc_huge_pages.h); docs/performance.md, "One malloc
+// (src/process/malloc_tunables.h); docs/performance.md, "One malloc
 // arena, a kept pool", has the figures with and without each.
 class TaskPool {
  public:

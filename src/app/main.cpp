@@ -3,14 +3,14 @@
 #include <CLI/CLI.hpp>
 
 #include "app/commands.h"
-#include "process/malloc_huge_pages.h"
+#include "process/malloc_tunables.h"
 
 #ifndef DRAINWISE_VERSION
 #define DRAINWISE_VERSION "0.0.0"
 #endif
 
 int main(int argc, char** argv) {
-  drainwise::process::ReexecWithMallocHugePages(argv);
+  drainwise::process::ReexecWithMallocTunables(argv);
   CLI::App app{"drainwise: what a switch drain will do to the AI jobs on a fabric"};
   app.set_version_flag("--version", std::string("drainwise ") + DRAINWISE_VERSION);
   app.require_subcommand(1);

@@ -123,11 +123,11 @@ bool HasTunables(const std::string& env, std::string value) {
   return env.find("\nGLIBC_TUNABLES=" + value + "\n") != std::string::npos;
 }
 
-// GLIBC_TUNABLES as src/process/malloc_huge_pages.h makes it from `before`:
+// GLIBC_TUNABLES as src/process/malloc_tunables.h makes it from `before`:
 // each of its tunables that `before` does not name, appended in order.
 std::string WithMallocTunables(std::string before) {
-  for (const char* t : {"glibc.malloc.hugetlb=1", "glibc.malloc.mmap_threshold=33554432",
-                        "glibc.malloc.top_pad=16777216", "glibc.malloc.arena_max=1"}) {
+  for (const char* t :
+       {"glibc.malloc.mmap_threshold=33554432", "glibc.malloc.top_pad=16777216", "glibc.malloc.arena_max=1"}) {
     const std::string tunable(t);
     if (before.find(tunable.substr(0, tunable.find('='))) != std::string::npos) continue;
     before += (before.empty() ? "" : ":") + tunable;
@@ -136,9 +136,9 @@ std::string WithMallocTunables(std::string before) {
 }
 }  // namespace
 
-TEST_CASE("the daemon runs with glibc's malloc on huge pages, unless told not to") {
-  // src/process/malloc_huge_pages.h: main() re-executes itself once with
-  // glibc.malloc.hugetlb=1, two thresholds and one arena added to
+TEST_CASE("the daemon runs with glibc's malloc tuned, unless told not to") {
+  // src/process/malloc_tunables.h: main() re-executes itself once with
+  // two thresholds and one arena added to
   // GLIBC_TUNABLES (same pid), leaving any the environment already names as
   // they are.
   const char* ours = std::getenv("GLIBC_TUNABLES");
@@ -156,13 +156,12 @@ TEST_CASE("the daemon runs with glibc's malloc on huge pages, unless told not to
     ::unsetenv("GLIBC_TUNABLES");
     REQUIRE_MESSAGE(d.started(), d.log());
     CHECK(HasTunables(EnvironOf(d.pid()),
-                      "glibc.malloc.top_pad=0:glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:"
-                      "glibc.malloc.arena_max=1"));
+                      "glibc.malloc.top_pad=0:glibc.malloc.mmap_threshold=33554432:glibc.malloc.arena_max=1"));
   }
-  ::setenv("DRAINWISE_MALLOC_HUGE_PAGES", "0", 1);
+  ::setenv("DRAINWISE_MALLOC_TUNABLES", "0", 1);
   {
     testing::Daemon d;
-    ::unsetenv("DRAINWISE_MALLOC_HUGE_PAGES");
+    ::unsetenv("DRAINWISE_MALLOC_TUNABLES");
     REQUIRE_MESSAGE(d.started(), d.log());
     const std::string env = EnvironOf(d.pid());
     const bool as_before = ours ? HasTunables(env, before) : env.find("\nGLIBC_TUNABLES=") == std::string::npos;

@@ -1,4 +1,4 @@
-#include "process/malloc_huge_pages.h"
+#include "process/malloc_tunables.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -24,9 +24,9 @@ std::string MallocTunables(const std::string& current) {
   return value;
 }
 
-void ReexecWithMallocHugePages(char** argv) {
+void ReexecWithMallocTunables(char** argv) {
 #if defined(__linux__)
-  if (const char* opt = std::getenv("DRAINWISE_MALLOC_HUGE_PAGES"); opt && std::strcmp(opt, "0") == 0) return;
+  if (const char* opt = std::getenv("DRAINWISE_MALLOC_TUNABLES"); opt && std::strcmp(opt, "0") == 0) return;
   if (::getauxval(AT_SECURE) != 0) return;
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   const std::string current = tunables ? tunables : "";
