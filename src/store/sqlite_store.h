@@ -26,6 +26,7 @@ class SqliteStore final : public Store {
   Result<std::optional<AssessmentRecord>> GetAssessment(const std::string& id) override;
   Result<std::optional<IdempotencyEntry>> FindIdempotency(const std::string& principal, const std::string& key,
                                                           int64_t now) override;
+  int64_t Now() const override;
   Result<std::optional<AssessmentRecord>> FindByIdempotencyKey(const std::string& key) override;
   Result<std::vector<AssessmentRecord>> ListAssessments(const std::string& ticket, int limit) override;
   Status PutDrain(const DrainRecord& record) override;
@@ -42,7 +43,6 @@ class SqliteStore final : public Store {
   Status Migrate();
   Status Exec(const char* sql);
   Status PruneIdempotencyLocked(int64_t now);
-  int64_t Now() const;
 
   std::mutex mu_;
   sqlite3* db_;

@@ -193,6 +193,10 @@ class Store {
   // and unexpired (the caller may FindIdempotency again and replay).
   virtual Status PutAssessment(const AssessmentRecord& record) = 0;
   virtual Result<std::optional<AssessmentRecord>> GetAssessment(const std::string& id) = 0;
+  // The store's clock (StoreOptions::clock, else the system's), unix
+  // seconds: what it stamps idempotency entries with and expires them by.
+  // A caller that asks FindIdempotency passes it, so that one clock decides.
+  virtual int64_t Now() const = 0;
   // The principal's entry for `key` unless it expired (created_at +
   // idempotency_ttl_s <= now, unix seconds).
   virtual Result<std::optional<IdempotencyEntry>> FindIdempotency(const std::string& principal, const std::string& key,

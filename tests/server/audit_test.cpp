@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <future>
 #include <thread>
 
@@ -174,12 +173,19 @@ TEST_CASE("a malformed Idempotency-Key is a 400 naming the header") {
 }
 
 TEST_CASE("an expired key is forgotten") {
+  // The store's clock, which the API's lookup reads too: with the system
+  // clock a second boundary between the first two calls expired the key
+  // (1 s TTL, whole seconds) and made this test fail now and then.
+  std::atomic<int64_t> now{1'000'000};
   store::StoreOptions options;
-  options.idempotency_ttl_s = 1;
+  options.idempotency_ttl_s = 60;
+  options.clock = [&] { return now.load(); };
   AuditFixture f(options);
   REQUIRE(f.Call("alice", "POST", "/v1/assessments", kDeny, {{"idempotency-key", "k"}}).status == 201);
   CHECK(f.Call("alice", "POST", "/v1/assessments", kAllow, {{"idempotency-key", "k"}}).status == 422);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // past the 1 s expiry, whole seconds
+  now += 59;  // created_at + ttl > now: still in use
+  CHECK(f.Call("alice", "POST", "/v1/assessments", kAllow, {{"idempotency-key", "k"}}).status == 422);
+  now += 1;  // created_at + ttl <= now: expired
   auto later = f.Call("alice", "POST", "/v1/assessments", kAllow, {{"idempotency-key", "k"}});
   CHECK(later.status == 201);
   CHECK(json::parse(later.body)["verdict"] == "allow");
