@@ -21,9 +21,10 @@
 namespace drainwise::sim {
 
 // Reserves room for `n` elements in `v`. When it must grow, it takes 1/32
-// more: consecutive buffers of about one size (the components of one seed, 893.3 k +- 0.3 k aggregates each on the
-// 32k MoE hash case) then fit the first one's pages instead of each
-// slightly larger one faulting in a fresh allocation.
+// more: consecutive buffers of about one size (the components of one seed,
+// 893.3 k +- 0.3 k aggregates each on the 32k MoE hash case) then fit the
+// first one's pages instead of each slightly larger one faulting in a
+// fresh allocation.
 template <class T>
 void ReserveWithRoom(std::vector<T>& v, size_t n) {
   if (v.capacity() >= n) return;

@@ -29,10 +29,10 @@
 // faulted their working arrays in again on every call, most of it 4 KiB at
 // a time. A 4 KiB fault cost about 12 us on the 2-vCPU VM the figures
 // came from then (touching a fresh 200 MiB mapping: 3.0-3.6 ms per MiB on
-// 4 KiB pages; 0.35-0.63 ms per MiB, 1.4-2.5 us a fault, on 2026-12-06). With one
-// arena a cold 32k-moe spray run made 1.4-2.1 k page faults instead of
-// 13.7-14.0 k, and 8 hash seeds 18-20 k instead of 44-48 k
-// (docs/performance.md, "One malloc arena, a kept pool").
+// 4 KiB pages; 0.35-0.63 ms per MiB, 1.4-2.5 us a fault, on
+// 2026-12-06). With one arena a cold 32k-moe spray run made 1.4-2.1 k page
+// faults instead of 13.7-14.0 k, and 8 hash seeds 18-20 k instead of
+// 44-48 k (docs/performance.md, "One malloc arena, a kept pool").
 //
 // A tunable GLIBC_TUNABLES already names is left as it is (an operator's
 // choice, and the re-executed process); nothing happens when every one is
