@@ -138,8 +138,8 @@ std::string WithMallocTunables(std::string before) {
 
 TEST_CASE("the daemon runs with glibc's malloc tuned, unless told not to") {
   // src/process/malloc_tunables.h: main() re-executes itself once with
-  // two thresholds and one arena added to
-  // GLIBC_TUNABLES (same pid), leaving any the environment already names as
+  // two thresholds and one arena added to GLIBC_TUNABLES (same pid),
+  // leaving any the environment already names as
   // they are.
   const char* ours = std::getenv("GLIBC_TUNABLES");
   const std::string before = ours ? ours : "";
