@@ -43,10 +43,13 @@ TEST_CASE("key sorts: RadixSort and SortByFewKeys give std::stable_sort's order"
   struct Case {
     size_t n, distinct;
   };
-  // Below the size where SortByFewKeys looks up keys; few distinct keys; one;
-  // exactly the limit of distinct keys and one past it (the fallback, taken
-  // part way through the array); every key distinct.
-  const Case cases[] = {{100, 10},      {5000, 5000},   {50000, 1},     {50000, 300},   {200000, 4000},
+  // Empty, one and two entries, and either side of the size where RadixSort
+  // stops handing small arrays to std::stable_sort (1024); below the size
+  // where SortByFewKeys looks up keys; few distinct keys; one; exactly the
+  // limit of distinct keys and one past it (the fallback, taken part way
+  // through the array); every key distinct.
+  const Case cases[] = {{0, 1},         {1, 1},         {2, 2},         {1023, 40},     {1024, 40},
+                        {100, 10},      {5000, 5000},   {50000, 1},     {50000, 300},   {200000, 4000},
                         {60000, 16384}, {60000, 16385}, {60000, 60000}, {100000, 40000}};
   for (const Case& c : cases) {
     CAPTURE(c.n);
