@@ -594,8 +594,8 @@ Status PgStore::PutAssessment(const AssessmentRecord& rec) {
   });
 }
 
-Result<std::optional<IdempotencyEntry>> PgStore::FindIdempotency(const std::string& principal, const std::string& key,
-                                                                 int64_t now) {
+Result<std::optional<IdempotencyEntry>> PgStore::FindIdempotency(const std::string& principal, const std::string& key) {
+  const int64_t now = Now();
   std::lock_guard lock(main_mu_);
   return WithRetry(*main_, [&](PgConnection& c) -> Result<std::optional<IdempotencyEntry>> {
     auto r = c.Exec(

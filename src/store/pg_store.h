@@ -47,9 +47,8 @@ class PgStore final : public Store {
   Result<std::vector<DocumentInfo>> ListDocuments(std::optional<DocKind> kind, int limit) override;
   Status PutAssessment(const AssessmentRecord& record) override;
   Result<std::optional<AssessmentRecord>> GetAssessment(const std::string& id) override;
-  Result<std::optional<IdempotencyEntry>> FindIdempotency(const std::string& principal, const std::string& key,
-                                                          int64_t now) override;
-  int64_t Now() const override;
+  Result<std::optional<IdempotencyEntry>> FindIdempotency(const std::string& principal,
+                                                          const std::string& key) override;
   Result<std::optional<AssessmentRecord>> FindByIdempotencyKey(const std::string& key) override;
   Result<std::vector<AssessmentRecord>> ListAssessments(const std::string& ticket, int limit) override;
   Status PutDrain(const DrainRecord& record) override;
@@ -78,6 +77,7 @@ class PgStore final : public Store {
   PgStore(std::string url, std::string redacted, StoreOptions options);
   Status Migrate();
   void Listen(std::stop_token stop);
+  int64_t Now() const;
 
   std::string instance_;
   std::unique_ptr<PgConnection> main_;  // guarded by main_mu_

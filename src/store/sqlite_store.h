@@ -24,9 +24,8 @@ class SqliteStore final : public Store {
   Result<std::vector<DocumentInfo>> ListDocuments(std::optional<DocKind> kind, int limit) override;
   Status PutAssessment(const AssessmentRecord& record) override;
   Result<std::optional<AssessmentRecord>> GetAssessment(const std::string& id) override;
-  Result<std::optional<IdempotencyEntry>> FindIdempotency(const std::string& principal, const std::string& key,
-                                                          int64_t now) override;
-  int64_t Now() const override;
+  Result<std::optional<IdempotencyEntry>> FindIdempotency(const std::string& principal,
+                                                          const std::string& key) override;
   Result<std::optional<AssessmentRecord>> FindByIdempotencyKey(const std::string& key) override;
   Result<std::vector<AssessmentRecord>> ListAssessments(const std::string& ticket, int limit) override;
   Status PutDrain(const DrainRecord& record) override;
@@ -43,6 +42,7 @@ class SqliteStore final : public Store {
   Status Migrate();
   Status Exec(const char* sql);
   Status PruneIdempotencyLocked(int64_t now);
+  int64_t Now() const;
 
   std::mutex mu_;
   sqlite3* db_;

@@ -606,7 +606,8 @@ Status SqliteStore::PutAssessment(const AssessmentRecord& r) {
 }
 
 Result<std::optional<IdempotencyEntry>> SqliteStore::FindIdempotency(const std::string& principal,
-                                                                     const std::string& key, int64_t now) {
+                                                                     const std::string& key) {
+  const int64_t now = Now();
   std::lock_guard lock(mu_);
   Stmt s(db_,
          "SELECT principal, key, fingerprint, record_id, created_at FROM idempotency_keys "

@@ -193,14 +193,13 @@ class Store {
   // and unexpired (the caller may FindIdempotency again and replay).
   virtual Status PutAssessment(const AssessmentRecord& record) = 0;
   virtual Result<std::optional<AssessmentRecord>> GetAssessment(const std::string& id) = 0;
-  // The store's clock (StoreOptions::clock, else the system's), unix
-  // seconds: what it stamps idempotency entries with and expires them by.
-  // A caller that asks FindIdempotency passes it, so that one clock decides.
-  virtual int64_t Now() const = 0;
   // The principal's entry for `key` unless it expired (created_at +
-  // idempotency_ttl_s <= now, unix seconds).
-  virtual Result<std::optional<IdempotencyEntry>> FindIdempotency(const std::string& principal, const std::string& key,
-                                                                  int64_t now) = 0;
+  // idempotency_ttl_s <= now). `now` is the store's clock
+  // (StoreOptions::clock, else the system's, unix seconds), the one it
+  // stamps and prunes entries by: a lookup by another clock could find a
+  // key expired that the store still holds, or the reverse.
+  virtual Result<std::optional<IdempotencyEntry>> FindIdempotency(const std::string& principal,
+                                                                  const std::string& key) = 0;
   // DEPRECATED (global keys, no expiry): the newest assessment stored with
   // `key` by any principal. Kept until the API uses FindIdempotency.
   virtual Result<std::optional<AssessmentRecord>> FindByIdempotencyKey(const std::string& key) = 0;

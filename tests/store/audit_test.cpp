@@ -85,7 +85,8 @@ TEST_CASE("a schema-2 database is migrated: records kept, active drains pinned t
     sqlite3_close(db);
   }
   {
-    auto s = store::Store::Open(path);
+    // At t = 100, well inside any TTL of a key made at t = 30.
+    auto s = store::Store::Open(path, {.clock = [] { return int64_t{100}; }});
     REQUIRE_MESSAGE(s.has_value(), s.error().message);
     CHECK((*s)->schema_version() == 3);
     auto a = (*s)->GetAssessment("a-1");
@@ -94,7 +95,7 @@ TEST_CASE("a schema-2 database is migrated: records kept, active drains pinned t
     CHECK((*a)->principal.empty());
     CHECK((*a)->idempotency_key == "old-key");
     // Pre-migration keys were global: no principal owns them now.
-    CHECK_FALSE((*s)->FindIdempotency("", "old-key", 100)->has_value());
+    CHECK_FALSE((*s)->FindIdempotency("", "old-key")->has_value());
     auto drains = (*s)->ListDrains(false);
     REQUIRE(drains->size() == 2);
     for (const auto& d : *drains) {

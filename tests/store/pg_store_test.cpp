@@ -110,9 +110,7 @@ TEST_CASE("postgresql: one idempotency key claimed concurrently through two stor
     CAPTURE(round);
     CHECK(ok.load() == 1);
     CHECK(conflict.load() == 3);
-    auto e = a->FindIdempotency(
-        "alice (operator)", key,
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    auto e = a->FindIdempotency("alice (operator)", key);
     REQUIRE(e->has_value());
     CHECK(b->GetAssessment((*e)->record_id)->has_value());
   }

@@ -55,7 +55,7 @@ ApiResponse RecordResponse(const RoutedRequest& rr, const store::AssessmentRecor
 // stored result when the principal used the key for this very request, a
 // 422 when for another one; nothing when the key is new (or expired).
 std::optional<ApiResponse> Replay(const RoutedRequest& rr, store::Store& store, const routing::IdempotencyKey& key) {
-  auto entry = store.FindIdempotency(rr.principal, key.key, store.Now());
+  auto entry = store.FindIdempotency(rr.principal, key.key);
   if (!entry) return ErrorResponse(entry.error(), rr.path);
   if (!*entry) return std::nullopt;
   if ((*entry)->fingerprint != key.fingerprint) return routing::KeyReused(key.key, rr.path);
