@@ -5,8 +5,9 @@
 // 2026-12-01 (ff356f5) to 2026-12-06, when a 4 KiB page fault cost about
 // 12 us on the VM the figures come from. On that VM's later host (kernel
 // 6.18, measured 2026-12-06) first touching a 4 KiB page costs 0.35-0.63
-// ms per MiB and a huge page 2.6-3.7 ms per MiB, and dropping the advice
-// took an 8-seed 32k-moe hash run from 13.3-16.1 s to 12.6-13.3 s
+// ms per MiB and a huge page 2.6-3.7 ms per MiB, and turning huge pages
+// off (this advice and malloc's, src/process/malloc_tunables.h) took an
+// 8-seed 32k-moe hash run from 13.6-16.4 s to 12.3-13.7 s
 // (docs/performance.md, "Huge pages off").
 #pragma once
 
