@@ -177,16 +177,18 @@ class SimCache;
 struct CampaignRequest;
 struct Campaign;
 
+// Every member has a default, so that `Context{snapshot, {}, now}` may leave
+// the later ones out (and -Wextra does not flag it).
 struct Context {
-  model::SnapshotPtr snapshot;
-  model::Drain active;  // drains in progress
-  int64_t now = 0;      // unix seconds
+  model::SnapshotPtr snapshot{};
+  model::Drain active{};  // drains in progress
+  int64_t now = 0;        // unix seconds
   // The snapshot's simulator caches (advisor/sim_cache.h). Null, or built
   // for another snapshot: the advisor uses caches of its own.
-  std::shared_ptr<const SimCache> cache;
+  std::shared_ptr<const SimCache> cache{};
   // Topology drift by device on `snapshot`'s topology (what its sources
   // disagree on), for the policies' no_drift rule; null when none is known.
-  std::shared_ptr<const std::map<std::string, std::vector<std::string>>> drift;
+  std::shared_ptr<const std::map<std::string, std::vector<std::string>>> drift{};
 };
 
 class Advisor {

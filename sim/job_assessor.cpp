@@ -536,7 +536,7 @@ class Assessor {
         src_hops_.clear();
         if (u == s) {
           for (uint32_t b = m_.bundle_offsets[s]; b < m_.bundle_offsets[s + 1]; ++b) {
-            if (dist[m_.bundles[b].peer] + 1 == level) src_hops_.push_back(b);
+            if (dist[m_.bundles[b].peer] + 1u == level) src_hops_.push_back(b);
           }
         } else {
           for (uint32_t i = nh.offsets[u]; i < nh.offsets[u + 1]; ++i) {

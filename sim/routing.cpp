@@ -245,7 +245,7 @@ PairRoute RouteWorkspace::RouteImpl(const RoutingIndex& index, const DrainMask& 
         }
       } else {
         for (const Hop& hop : index.switch_hops(NodeId(u))) {
-          if (dist[hop.peer] + 1 == level && Alive(mask, hop.link, hop.peer)) {
+          if (dist[hop.peer] + 1u == level && Alive(mask, hop.link, hop.peer)) {
             links_.push_back(DagLink{u, hop.peer, hop.link, hop.directed, 0, 0});
           }
         }

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "connectors/link_health.h"
 #include "connectors/test_data.h"
@@ -107,7 +108,12 @@ TEST_CASE("a Prometheus range answer keeps every point") {
 
 TEST_CASE("link ends are found by device and port, through aliases and domains") {
   model::TopologySpec spec;
-  spec.nodes = {{"leaf-a01", model::NodeKind::kSwitch, "leaf"}, {"spine-01", model::NodeKind::kSwitch, "spine"}};
+  for (auto [id, tier] : {std::pair{"leaf-a01", "leaf"}, std::pair{"spine-01", "spine"}}) {
+    model::NodeSpec n;
+    n.id = id;
+    n.tier = tier;
+    spec.nodes.push_back(std::move(n));
+  }
   spec.links = {{"leaf-a01", "spine-01", 400, "swp1", "swp9"}};
   auto topo = model::BuildTopology(spec);
   REQUIRE(topo);
