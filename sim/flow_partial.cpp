@@ -1,4 +1,4 @@
-// Partial drained runs (hash modes, seeds after the first): route and solve
+// Partial drained runs (hash modes, every seed): route and solve
 // only the baseline components a drain touches, take the others from the
 // baseline of the same seed.
 //
@@ -130,6 +130,32 @@ void FlowSimulator::State::FinishPartial(const Scenario& base, const Outside& ou
     if (out.used[l]) sol.load0_bps[l] += out.load[l];
   }
   sol.components_reused += out.components;
+  // Links only the untouched components use, counted as the whole
+  // problem's TightLinks counts them (DecideTight): a NIC link (the hash
+  // modes' only private links) is tight; a fabric link (a class of its
+  // own) is tight when the smaller of its two sides passes its capacity,
+  // else redundant when loaded. A link the routed part uses was counted by
+  // its solve, with the untouched sides added (AddOutside).
+  const FluidProblem& p = sc.problem;
+  std::vector<uint8_t> inside(out.used.size(), 0);
+  for (const uint32_t l : p.private_links) inside[l] = 1;
+  for (const auto& cls : p.classes) {
+    for (const LinkShare& ls : cls) inside[ls.link] = 1;
+  }
+  for (uint32_t l = 0; l < out.used.size(); ++l) {
+    if (!out.used[l] || inside[l]) continue;
+    const model::Link& link = topo().link(LinkOfDirected(l));
+    if (topo().node(link.a).is_host() || topo().node(link.b).is_host()) {
+      ++sol.tight_links;
+      continue;
+    }
+    const double bound = std::min(out.side0[l], out.side1[l]);
+    if (bound > p.capacity_bps[l] * (1 + 1e-9)) {
+      ++sol.tight_links;
+    } else if (bound > 0) {
+      ++sol.redundant_links;
+    }
+  }
   const auto& demands = workload.demands;
   sc.outside_job_finish.assign(snapshot->jobs->size(), 0.0);
   for (size_t i = 0; i < demands.size(); ++i) {
@@ -142,6 +168,44 @@ void FlowSimulator::State::FinishPartial(const Scenario& base, const Outside& ou
       if (std::isfinite(finish)) sol.makespan_s = std::max(sol.makespan_s, finish);
     }
   }
+}
+
+void FlowSimulator::State::KeepReportData(Scenario& sc) const {
+  const FluidProblem& p = sc.problem;
+  const FluidSolution& sol = sc.solution;
+  const auto& demands = workload.demands;
+  const size_t na = p.aggregate_count(), ncomp = sol.component_size.size();
+  sc.agg_weight = PackedDoubles(p.weight);
+  // Each component's aggregates in ascending order, so by demand and by job.
+  std::vector<uint32_t> off(ncomp + 1, 0), members(na);
+  for (size_t c = 0; c < ncomp; ++c) off[c + 1] = off[c] + sol.component_size[c];
+  {
+    std::vector<uint32_t> fill(off.begin(), off.end() - 1);
+    for (uint32_t a = 0; a < na; ++a) members[fill[sol.component[a]]++] = a;
+  }
+  std::vector<uint32_t> noted(p.capacity_bps.size(), UINT32_MAX);  // per link: the last job noted on it
+  sc.job_links_off.assign(1, 0);
+  sc.job_links.clear();
+  for (size_t c = 0; c < ncomp; ++c) {
+    const size_t first = sc.job_links.size();
+    for (uint32_t k = off[c]; k < off[c + 1]; ++k) {
+      const uint32_t a = members[k];
+      if (!(p.bits[a] > 0)) continue;  // as the report: no bits, no crossing
+      const uint32_t j = demands[sc.agg_demand[a]].job;
+      auto note = [&](uint32_t l) {
+        if (noted[l] == j) return;
+        noted[l] = j;
+        sc.job_links.push_back({j, l});
+      };
+      for (uint32_t i = p.private_offsets[a]; i < p.private_offsets[a + 1]; ++i) note(p.private_links[i]);
+      for (uint32_t i = p.term_offsets[a]; i < p.term_offsets[a + 1]; ++i) {
+        for (const LinkShare& ls : p.classes[p.terms[i]]) note(ls.link);
+      }
+    }
+    for (size_t e = first; e < sc.job_links.size(); ++e) noted[sc.job_links[e].second] = UINT32_MAX;
+    sc.job_links_off.push_back(static_cast<uint32_t>(sc.job_links.size()));
+  }
+  sc.job_links.shrink_to_fit();
 }
 
 }  // namespace drainwise::sim

@@ -1,6 +1,7 @@
 #include "sim/flow_sim.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "sim/buffers.h"
 #include "sim/flow_sim_state.h"
@@ -31,6 +32,7 @@ size_t Scenario::bytes() const {
   n += sim::BytesOf(agg_demand) + sim::BytesOf(demand_aggs) + sim::BytesOf(demand_hops) + sim::BytesOf(demand_changed) +
        sim::BytesOf(demand_seed_free);
   n += sim::BytesOf(footprint.offsets) + sim::BytesOf(footprint.entries);
+  n += agg_weight.bytes() + sim::BytesOf(job_links_off) + sim::BytesOf(job_links);
   n += sim::BytesOf(routed) + sim::BytesOf(routed_components) + sim::BytesOf(outside_job_finish);
   n += sim::BytesOf(job_connected) + sim::BytesOf(capacity_bps) + sim::BytesOf(adapted);
   for (const auto& v : adapted_shares) n += sim::BytesOf(v);
@@ -75,10 +77,12 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   State::ProblemPool pool;
   // (Not a task of the runner's: Create runs the seeds one after another.)
   auto keep = [&](size_t k, Scenario sc) {
-    // The outcome; for seeds after the first, the solve also kept what
-    // their drained runs need to route only the components a drain
-    // touches (sc.footprint, RunFrom::footprint).
+    // The outcome; the solve also kept what the seed's drained runs need
+    // to route only the components a drain touches (sc.footprint,
+    // RunFrom::footprint), and the first seed keeps what the report then
+    // takes from its baseline (KeepReportData).
     st->baseline_outcomes[k] = Summarize(*st, sc);
+    if (k == 0 && !sc.footprint.empty()) st->KeepReportData(sc);
     pool.Give(std::move(sc.problem));
     sc.problem = FluidProblem{};
     if (st->hash()) {
@@ -95,6 +99,7 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   State::RunFrom first_from;
   first_from.pool = &pool;
   first_from.runner = &runner;  // the first seed runs alone
+  first_from.footprint = st->partial_runs();
   auto first = st->Run(none, first_from, st->options.seed, stop);
   if (!first) return tl::unexpected(first.error());
   keep(0, std::move(*first));
@@ -144,48 +149,66 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
     st.RouteClasses(mask, from, false, true, true, drained_routes);
   }
   State::ProblemPool pool;
-  auto run = [&](size_t k) {
+  // With a first baseline that has what the report takes from it
+  // (Scenario::report_ready), the first seed's run may be partial too.
+  const bool first_partial = st.baseline[0].report_ready();
+  auto run = [&](size_t k, const TaskRunner* threads) {
     State::RunFrom from;
     from.pool = &pool;
     from.reuse = &st.baseline[k];
     if (st.hash()) from.routes = &drained_routes;  // same mask
     if (o.routing == FlowRouting::kHashResilient) from.previous_paths = &st.baseline[k];
-    if (k == 0) from.runner = &runner;  // not a task (below)
-    from.summary_only = k != 0;         // the report reads the first seed's scenario
+    from.runner = threads;
+    from.summary_only = k != 0 || first_partial;
     return st.Run(mask, from, o.seed + k, stop);
   };
-  // The other seeds first, as the runner's tasks, each keeping only its
-  // outcome (its scenario freed as soon as it is summarised; a drained
-  // seed after the first routes only the components the drain touches).
-  // Then the first seed alone, on the runner's threads: the report reads
-  // its whole scenario, so it routes every demand, and beside another
-  // seed's run it was the peak of the call (32k MoE, 8 seeds, 2 threads:
-  // 1.34 GB).
+  // Seeds as the runner's tasks, each keeping only its outcome (its
+  // scenario freed as soon as it is summarised; a drained seed routes only
+  // the components the drain touches) and the first seed its scenario for
+  // the report, last, so that it is held for the shortest time. When the
+  // first seed must route every demand (no report data: partial runs off,
+  // or one seed), it runs alone afterwards on the runner's threads: beside
+  // another seed's run its whole problem was the peak of the call (32k
+  // MoE, 8 seeds, 2 threads: 1.34 GB). Partial, it is one task among the
+  // others and the seeds split evenly over the threads (32k MoE, 8 seeds,
+  // 2 threads: 4 + 4 runs of about 0.6 s instead of 4 + 3 and then the
+  // first alone, one thread idle through its solve: 2.46-2.58 s instead
+  // of 3.21-3.27 s, docs/performance.md).
+  const bool first_as_task = first_partial && nseeds > 1;
+  const size_t ntasks = first_as_task ? nseeds : nseeds - 1;
   std::vector<SeedOutcome> outcomes(nseeds);
   std::vector<Status> status(nseeds);
-  RunTasks(runner, nseeds - 1, [&](size_t i) {
-    const size_t k = i + 1;
-    auto sc = run(k);
+  std::optional<Scenario> first;
+  RunTasks(runner, ntasks, [&](size_t i) {
+    const size_t k = (i + 1) % nseeds;  // the first seed last
+    auto sc = run(k, nullptr);
     if (!sc) {
       status[k] = tl::unexpected(sc.error());
       return;
     }
     outcomes[k] = Summarize(st, *sc);
+    if (k == 0) {
+      first = std::move(*sc);
+      return;
+    }
     pool.Give(std::move(sc->problem));
   });
   for (const Status& s : status) {
     if (!s) return tl::unexpected(s.error());
   }
-  pool.TrimToOne();  // the other threads' arrays would sit idle through it
-  // And what the other seeds' runs freed back to the kernel: in the
-  // allocator's arena of another thread, this one could not reuse it
-  // (32k MoE, 8 seeds, 2 threads: 0.82-0.93 GB resident here, the call's
-  // peak 1.00-1.08 GB at the end of this seed without it).
-  if (st.hash() && nseeds > 1) ReleaseFreeMemory();
-  auto d0 = run(0);
-  if (!d0) return tl::unexpected(d0.error());
-  outcomes[0] = Summarize(st, *d0);
-  return BuildFlowReport(st, mask, *d0, outcomes);
+  if (!first_as_task) {
+    pool.TrimToOne();  // the other threads' arrays would sit idle through it
+    // And what the other seeds' runs freed back to the kernel: in the
+    // allocator's arena of another thread, this one could not reuse it
+    // (32k MoE, 8 seeds, 2 threads: 0.82-0.93 GB resident here, the call's
+    // peak 1.00-1.08 GB at the end of this seed without it).
+    if (st.hash() && nseeds > 1) ReleaseFreeMemory();
+    auto d0 = run(0, &runner);
+    if (!d0) return tl::unexpected(d0.error());
+    outcomes[0] = Summarize(st, *d0);
+    first = std::move(*d0);
+  }
+  return BuildFlowReport(st, mask, *first, outcomes);
 }
 
 Result<FlowReport> SimulateFlows(const model::Snapshot& snapshot, const model::Drain& drain, const FlowOptions& options,

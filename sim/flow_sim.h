@@ -97,10 +97,11 @@ struct FlowOptions {
   // batch (the previous solver, kept as the reference of the exactness
   // tests); true re-fills only the flows a batch can speed up. Same results.
   bool incremental_solver = true;
-  // Hash modes: the drained run of every seed after the first routes and
-  // solves only the baseline components the drain touches, and takes the
-  // others from that seed's baseline (sim/flow_partial.cpp); false routes
-  // every demand (the reference of the tests). Same results.
+  // Hash modes: the drained run of every seed routes and solves only the
+  // baseline components the drain touches, and takes the others from that
+  // seed's baseline (sim/flow_partial.cpp; the report takes what it reads
+  // of them from the first baseline); false routes every demand (the
+  // reference of the tests). Same results.
   bool partial_drained_runs = true;
 
   int hot_links = 10;  // how many hot links to report
@@ -186,7 +187,7 @@ struct FlowModelInfo {
   size_t components_solved = 0;
   size_t components_reused = 0;  // drained components copied from the baseline
   // Drained runs, summed over the seeds: aggregates routed and given to the
-  // solver (a hash seed after the first routes only what the drain touches).
+  // solver (a drained hash seed routes only what the drain touches).
   size_t aggregates_routed = 0;
   size_t classes_adapted = 0;  // adaptive, drained run: route classes whose split the balancing moved
   size_t events = 0;           // completion batches
@@ -220,10 +221,11 @@ class FlowSimulator {
   ~FlowSimulator();
 
   // Baseline (no drain) and `drain` applied. Errors: kCancelled. Hash modes
-  // run the seeds after the first as `runner`'s tasks, then the first alone
-  // (its components and routing through `runner`, as in Create); a drained
-  // seed's flow problem lives only while its run does (the first seed's
-  // until the report is built). The cached baselines keep each seed's
+  // run the seeds as `runner`'s tasks, the first last; when it must route
+  // every demand (partial runs off, or one seed) it runs alone afterwards
+  // instead (its components and routing through `runner`, as in Create).
+  // A drained seed's flow problem lives only while its run does (the first
+  // seed's until the report is built). The cached baselines keep each seed's
   // routes and solution (32k-moe, hash, 8 seeds: ~10 B per aggregate, as
   // baseline_memory() counts), not its flow problem.
   Result<FlowReport> Simulate(const model::Drain& drain, std::stop_token stop = {},

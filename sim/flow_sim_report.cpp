@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/units.h"
 #include "sim/flow_ring_phase.h"
 #include "sim/flow_sim_state.h"
 
@@ -139,12 +140,18 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
   }
   // The first seed's aggregates come in demand order and the demands are
   // grouped by job: job j's aggregates are [job_aggs_off[j], job_aggs_off[j + 1]).
+  // A partial run (d0.routed) has those of the demands it routed; the
+  // others' are the first baseline's, the same aggregates with the same
+  // solution (flow_partial.cpp), which keeps what the report reads of
+  // them (Scenario::agg_weight, job_links): the report is the full run's.
   std::vector<uint32_t> job_aggs_off(nj + 1);
   for (size_t j = 0; j <= nj; ++j) {
     job_aggs_off[j] = static_cast<uint32_t>(
         std::lower_bound(d0.agg_demand.begin(), d0.agg_demand.end(), st.workload.job_first_demand[j]) -
         d0.agg_demand.begin());
   }
+  const bool partial = !d0.routed.empty();
+  const Scenario& base = st.baseline[0];
   {
     // Per job: the bits fixed at each bottleneck link, summed in a dense
     // per-link array (its touched entries reset after each job).
@@ -158,17 +165,39 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
       uint32_t critical = kNoLink;
       double critical_finish = -1;
       links.clear();
-      for (uint32_t a = job_aggs_off[j]; a < job_aggs_off[j + 1]; ++a) {
-        const uint32_t l = sol.bottleneck0[a];
-        if (l == kNoLink || !(d0.problem.bits[a] > 0)) continue;
+      // One aggregate: its bottleneck at t = 0, bits fixed there, finish.
+      auto add = [&](uint32_t l, double bits, double weight, double finish) {
+        if (l == kNoLink || !(bits > 0)) return;
         if (!listed[l]) {
           listed[l] = 1;
           links.push_back(l);
         }
-        fixed[l] += d0.problem.bits[a] * d0.problem.weight[a];
-        if (sol.finish_s[a] > critical_finish) {
-          critical_finish = sol.finish_s[a];
+        fixed[l] += bits * weight;
+        if (finish > critical_finish) {
+          critical_finish = finish;
           critical = l;
+        }
+      };
+      if (!partial) {
+        for (uint32_t a = job_aggs_off[j]; a < job_aggs_off[j + 1]; ++a) {
+          add(sol.bottleneck0[a], d0.problem.bits[a], d0.problem.weight[a], sol.finish_s[a]);
+        }
+      } else {
+        // Demand by demand, in order: the routed ones' aggregates from the
+        // run, the others' from the baseline (bits as the run would give
+        // them: the job is connected, and was in the baseline).
+        uint32_t a = job_aggs_off[j];
+        for (uint32_t i = st.workload.job_first_demand[j]; i < st.workload.job_first_demand[j + 1]; ++i) {
+          if (d0.routed[i]) {
+            for (; a < job_aggs_off[j + 1] && d0.agg_demand[a] == i; ++a) {
+              add(sol.bottleneck0[a], d0.problem.bits[a], d0.problem.weight[a], sol.finish_s[a]);
+            }
+            continue;
+          }
+          const double bits = units::BitsFromBytes(st.workload.demands[i].bytes);
+          for (uint32_t b = base.demand_aggs[i]; b < base.demand_aggs[i + 1]; ++b) {
+            add(base.solution.bottleneck0[b], bits, base.agg_weight[b], base.solution.finish(b));
+          }
         }
       }
       v.clear();
@@ -230,6 +259,21 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
         }
       }
     }
+    if (partial) {
+      // The components the run left in the baseline, then each list back
+      // in ascending order, each job once.
+      for (size_t c = 0; c + 1 < base.job_links_off.size(); ++c) {
+        if (d0.routed_components[c]) continue;
+        for (uint32_t e = base.job_links_off[c]; e < base.job_links_off[c + 1]; ++e) {
+          const auto [j, l] = base.job_links[e];
+          if (slot[l] != UINT32_MAX) by_slot[slot[l]].push_back(model::JobId(j));
+        }
+      }
+      for (auto& v : by_slot) {
+        std::sort(v.begin(), v.end());
+        v.erase(std::unique(v.begin(), v.end()), v.end());
+      }
+    }
     for (FlowLinkUse* u : uses) {
       const auto& v = by_slot[slot[u->directed_link]];
       u->job_count = v.size();
@@ -253,6 +297,11 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
   m.flows = st.workload.rank_flows;
   m.demands = st.workload.demands.size();
   m.aggregates = d0.problem.aggregate_count();
+  if (partial) {
+    for (size_t i = 0; i < d0.routed.size(); ++i) {
+      if (!d0.routed[i]) m.aggregates += base.demand_aggs[i + 1] - base.demand_aggs[i];
+    }
+  }
   m.route_classes = d0.table.classes.size();
   m.tight_links = d0.solution.tight_links;
   m.redundant_links = d0.solution.redundant_links;

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <span>
 #include <stop_token>
+#include <utility>
 #include <vector>
 
 #include "model/drain.h"
@@ -40,10 +41,20 @@ struct Scenario {
   // aggregates in spray modes, and in hash modes under the same seed.
   std::vector<uint8_t> demand_changed;
   std::vector<uint8_t> demand_seed_free;  // hash: no hashed choice (both NICs on one switch)
-  // A cached hash baseline after the first seed: what its components use
+  // A cached hash baseline: what its components use
   // (flow_partial.cpp); empty when the partial drained runs are off or it
   // would be too large.
   ComponentFootprint footprint;
+  // The first seed's cached hash baseline, when drained runs may be
+  // partial: what the report needs of the aggregates a partial first seed
+  // leaves in the baseline (flow_sim_report.cpp). Per aggregate its flow
+  // count; per component c, job_links[job_links_off[c] ..
+  // job_links_off[c + 1]) the (job, directed link) pairs that its
+  // aggregates carrying bits cross, each once, by job.
+  PackedDoubles agg_weight;
+  std::vector<uint32_t> job_links_off;
+  std::vector<std::pair<uint32_t, uint32_t>> job_links;
+  bool report_ready() const { return !footprint.empty() && !job_links_off.empty(); }
   // A partial drained run (flow_partial.cpp): the demands it routed (the
   // others keep the baseline's aggregates and solution), the baseline
   // components they make up, and per job the latest finish of its
@@ -201,11 +212,12 @@ struct FlowSimulator::State {
     const Scenario* previous_paths = nullptr;
     ProblemPool* pool = nullptr;  // hash modes: where sc.problem's arrays come from
     const TaskRunner* runner = nullptr;
-    // Nothing reads the run's problem, only its summary (a drained seed
-    // after the first): a hash run may route only the components of
-    // `reuse` that the drain touches.
+    // Nothing reads the run's problem but its summary and, for the first
+    // seed, the report, which takes what the run leaves out from
+    // `reuse` (Scenario::report_ready): a hash run may route only the
+    // components of `reuse` that the drain touches.
     bool summary_only = false;
-    // Keep the solution's footprint (a hash baseline after the first, whose
+    // Keep the solution's footprint (a hash baseline, whose
     // drained runs may then be partial): sc.footprint, computed by the solve.
     bool footprint = false;
   };
@@ -233,8 +245,12 @@ struct FlowSimulator::State {
   // Gives sc.problem the untouched components' sides; false when a link
   // the routed part can fill is one they use (they are coupled: route all).
   bool AddOutside(const Scenario& base, Scenario& sc, Outside& out) const;
-  // After the solve: the untouched components' loads, finishes and hops.
+  // After the solve: the untouched components' loads, finishes and hops,
+  // and the links only they use in the solution's tight and redundant counts.
   void FinishPartial(const Scenario& base, const Outside& out, Scenario& sc) const;
+  // The first seed's baseline, before its problem is freed: what a partial
+  // first drained seed's report needs (Scenario::agg_weight, job_links).
+  void KeepReportData(Scenario& sc) const;
   // adaptive: `sc` routed and solved spray-path; moves the traffic of the
   // classes crossing a link full at t = 0 onto their less loaded shortest
   // paths and solves again (reusing `base`'s adapted components), keeping
