@@ -166,14 +166,15 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
   // scenario freed as soon as it is summarised; a drained seed routes only
   // the components the drain touches) and the first seed its scenario for
   // the report, last, so that it is held for the shortest time. When the
-  // first seed must route every demand (no report data: partial runs off,
-  // or one seed), it runs alone afterwards on the runner's threads: beside
-  // another seed's run its whole problem was the peak of the call (32k
-  // MoE, 8 seeds, 2 threads: 1.34 GB). Partial, it is one task among the
-  // others and the seeds split evenly over the threads (32k MoE, 8 seeds,
-  // 2 threads: 4 + 4 runs of about 0.6 s instead of 4 + 3 and then the
-  // first alone, one thread idle through its solve: 2.46-2.58 s instead
-  // of 3.21-3.27 s, docs/performance.md).
+  // first seed is the only one, or must route every demand (no report
+  // data: partial runs off), it runs alone afterwards on the runner's
+  // threads: routing every demand beside another seed's run, its whole
+  // problem was the peak of the call (32k MoE, 8 seeds, 2 threads: 1.34
+  // GB). Partial, it is one task among the others and the seeds split
+  // evenly over the threads (32k MoE, 8 seeds, 2 threads: 4 + 4 runs of
+  // about 0.6 s instead of 4 + 3 and then the first alone, one thread idle
+  // through its solve: 2.46-2.58 s instead of 3.21-3.27 s,
+  // docs/performance.md).
   const bool first_as_task = first_partial && nseeds > 1;
   const size_t ntasks = first_as_task ? nseeds : nseeds - 1;
   std::vector<SeedOutcome> outcomes(nseeds);

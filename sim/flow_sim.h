@@ -221,9 +221,10 @@ class FlowSimulator {
   ~FlowSimulator();
 
   // Baseline (no drain) and `drain` applied. Errors: kCancelled. Hash modes
-  // run the seeds as `runner`'s tasks, the first last; when it must route
-  // every demand (partial runs off, or one seed) it runs alone afterwards
-  // instead (its components and routing through `runner`, as in Create).
+  // run the seeds as `runner`'s tasks, the first last; when it is the only
+  // seed or must route every demand (partial runs off) it runs alone
+  // afterwards instead (its components and routing through `runner`, as in
+  // Create).
   // A drained seed's flow problem lives only while its run does (the first
   // seed's until the report is built). The cached baselines keep each seed's
   // routes and solution (32k-moe, hash, 8 seeds: ~10 B per aggregate, as
