@@ -144,13 +144,12 @@ void FlowSimulator::State::FinishPartial(const Scenario& base, const Outside& ou
   }
   for (uint32_t l = 0; l < out.used.size(); ++l) {
     if (!out.used[l] || inside[l]) continue;
-    const model::Link& link = topo().link(LinkOfDirected(l));
-    if (topo().node(link.a).is_host() || topo().node(link.b).is_host()) {
+    if (IsNicLink(topo(), l)) {
       ++sol.tight_links;
       continue;
     }
     const double bound = std::min(out.side0[l], out.side1[l]);
-    if (bound > p.capacity_bps[l] * (1 + 1e-9)) {
+    if (BoundCanSaturate(bound, p.capacity_bps[l])) {
       ++sol.tight_links;
     } else if (bound > 0) {
       ++sol.redundant_links;

@@ -112,10 +112,7 @@ FlowReport BuildFlowReport(const FlowSimulator::State& st, const model::DrainMas
     std::vector<uint32_t> cand;
     for (uint32_t l = 0; l < ndl; ++l) {
       if (rep.link_down[l] || !(rep.drained_load_bps[l] > 0)) continue;
-      if (o.hot_links_fabric_only) {
-        const model::Link& link = topo.link(LinkOfDirected(l));
-        if (topo.node(link.a).is_host() || topo.node(link.b).is_host()) continue;
-      }
+      if (o.hot_links_fabric_only && IsNicLink(topo, l)) continue;
       cand.push_back(l);
     }
     // Fullest first; among equally full links, those the drain loaded most.

@@ -1316,7 +1316,7 @@ bool DecideTight(const FluidProblem& p, const std::vector<double>& bound, const 
   }
   dropped = 0;
   for (size_t l = 0; l < nl; ++l) {
-    if (link_bound[l] > p.capacity_bps[l] * (1 + 1e-9)) tight[l] = 1;
+    if (BoundCanSaturate(link_bound[l], p.capacity_bps[l])) tight[l] = 1;
     if (tight[l]) continue;
     if (!link_exact[l]) return false;
     if (link_bound[l] > 0) ++dropped;

@@ -216,6 +216,12 @@ struct FluidSolution {
 // links reaches. Through `runner`, the two sides are summed at once.
 std::vector<double> ClassRateBounds(const FluidProblem& problem, const TaskRunner& runner = {});
 
+// Whether a class link whose load is bounded by `bound` (ClassRateBounds,
+// summed over the link's classes) can exceed `capacity`: TightLinks's test,
+// with a margin so that a bound meeting the capacity only by rounding does
+// not count.
+inline bool BoundCanSaturate(double bound, double capacity) { return bound > capacity * (1 + 1e-9); }
+
 // Links that can saturate (1) and the others (0), per directed link: every
 // private link, and each class link whose load, bounded by the NIC links
 // feeding it (with the problem's outside sides), can exceed its capacity.

@@ -52,6 +52,11 @@ using model::NodeId;
 // 2 * link + (0 if a -> b, else 1).
 inline uint32_t DirectedLinkId(LinkId link, bool a_to_b) { return 2 * link.value + (a_to_b ? 0 : 1); }
 inline LinkId LinkOfDirected(uint32_t directed) { return LinkId(directed / 2); }
+// Whether a directed link has a host at one end (a NIC link).
+inline bool IsNicLink(const model::Topology& topo, uint32_t directed) {
+  const model::Link& link = topo.link(LinkOfDirected(directed));
+  return topo.node(link.a).is_host() || topo.node(link.b).is_host();
+}
 
 inline constexpr uint16_t kUnreachable = std::numeric_limits<uint16_t>::max();
 
