@@ -413,7 +413,18 @@ class WaterFiller {
           ++class_dn_[c];
         }
       };
-      for (uint32_t k = p.link_aggs_off[e.link]; k < p.link_aggs_off[e.link + 1]; ++k) freeze(p.link_aggs[k]);
+      // The members of a link are scattered: fetch ahead (as ForEachAhead).
+      const uint32_t kb = p.link_aggs_off[e.link], ke = p.link_aggs_off[e.link + 1];
+      for (uint32_t k = kb; k < ke; ++k) {
+        if (k + kAhead < ke) {
+          const uint32_t b = p.link_aggs[k + kAhead];
+          __builtin_prefetch(&frozen_[b]);
+          __builtin_prefetch(&p.priv_off[b]);
+          __builtin_prefetch(&p.weight[b]);
+        }
+        if (k + kAhead / 2 < ke) __builtin_prefetch(p.priv.data() + p.priv_off[p.link_aggs[k + kAhead / 2]]);
+        freeze(p.link_aggs[k]);
+      }
       for (uint32_t k = p.link_classes_off[e.link]; k < p.link_classes_off[e.link + 1]; ++k) {
         uint32_t c = p.link_classes[k];
         if (class_n_[c] == 0) continue;
@@ -463,6 +474,7 @@ class WaterFiller {
     return slope > 0 ? std::max(level, (p.capacity[l] - used) / slope) : level;
   }
 
+  static constexpr uint32_t kAhead = 16;
   std::vector<double> slope_, used_;  // per link: its private members' part
   std::vector<uint32_t> count_;       // per link: active private members and classes with active members
   // Per class: its active members' weight, the rate its frozen members take
@@ -592,7 +604,14 @@ class IncrementalEvents {
       live -= finished_.size();
       // Aggregates at or above r_min: a suffix of order_ (ascending rates).
       size_t top = order_.size();
-      while (top > 0 && rate_[order_[top - 1]] >= r_min) --top;
+      // (Scattered: fetched ahead, as ForEachAhead does.)
+      while (top > 0 && rate_[order_[top - 1]] >= r_min) {
+        if (top > kAhead) {
+          __builtin_prefetch(&rate_[order_[top - 1 - kAhead]]);
+          __builtin_prefetch(&active_[order_[top - 1 - kAhead]]);
+        }
+        --top;
+      }
       high_.clear();
       for (size_t k = top; k < order_.size(); ++k) {
         if (active_[order_[k]]) high_.push_back(order_[k]);
@@ -706,6 +725,26 @@ class IncrementalEvents {
     return f != nullptr ? f->at : kInf;
   }
 
+  // Loops over a list of aggregates read each one's scattered fields
+  // (weight, rate, links): cache misses one after another. Each step
+  // fetches those of the aggregate kAhead places on, and the links of
+  // the one kAhead / 2 places on (whose offsets were fetched before).
+  static constexpr size_t kAhead = 16;
+  template <class F>
+  void ForEachAhead(const LocalProblem& p, const std::vector<uint32_t>& list, F&& f) {
+    const size_t n = list.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kAhead < n) {
+        const uint32_t b = list[i + kAhead];
+        __builtin_prefetch(&p.priv_off[b]);
+        __builtin_prefetch(&p.weight[b]);
+        __builtin_prefetch(&rate_[b]);
+      }
+      if (i + kAhead / 2 < n) __builtin_prefetch(p.priv.data() + p.priv_off[list[i + kAhead / 2]]);
+      f(list[i]);
+    }
+  }
+
   void TouchLink(uint32_t l) {
     if (link_stamp_[l] == stamp_) return;
     link_stamp_[l] = stamp_;
@@ -765,9 +804,9 @@ class IncrementalEvents {
       }
       return l;
     };
-    for (uint32_t a : high_) {
+    ForEachAhead(p, high_, [&](uint32_t a) {
       const uint32_t b = p.priv_off[a], e = p.priv_off[a + 1];
-      if (b == e) continue;
+      if (b == e) return;
       uint32_t root = find(p.priv[b]);
       for (uint32_t k = b + 1; k < e; ++k) {
         uint32_t r = find(p.priv[k]);
@@ -775,13 +814,13 @@ class IncrementalEvents {
         if (r < root) std::swap(r, root);  // the smaller id is the root
         reach_parent_[r] = root;
       }
-    }
-    for (uint32_t a : finished_) {
+    });
+    ForEachAhead(p, finished_, [&](uint32_t a) {
       for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
         const uint32_t l = p.priv[k];
         if (reach_link_[l] == reach_stamp_) reach_mark_[find(l)] = 1;  // else no high aggregate on it
       }
-    }
+    });
     refill_.clear();
     size_t kept = 0;
     for (uint32_t a : high_) {
@@ -829,11 +868,11 @@ class IncrementalEvents {
         }
       }
     };
-    for (uint32_t a : finished_) take_off(a, false);
-    for (uint32_t a : refill_) {
+    ForEachAhead(p, finished_, [&](uint32_t a) { take_off(a, false); });
+    ForEachAhead(p, refill_, [&](uint32_t a) {
       agg_stamp_[a] = stamp_;  // unfrozen
       take_off(a, true);
-    }
+    });
     for (uint32_t c : classes_) {
       for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k) {
         const uint32_t l = p.class_links[k].link;
