@@ -9,8 +9,12 @@ namespace drainwise::sim {
 
 void FlowSimulator::State::RouteClasses(const model::DrainMask& mask, const RunFrom& from, bool per_path,
                                         bool sort_by_from, bool keep_links, RouteTable& table) const {
-  std::vector<int16_t> src_nics, dst_nics;
-  for (const FlowDemand& d : workload.demands) RegisterDemand(d, mask, table, src_nics, dst_nics);
+  if (const RouteTable* keys = from.routes != nullptr ? from.routes : from.same_keys) {
+    table.RegisterAll(*keys);
+  } else {
+    std::vector<int16_t> src_nics, dst_nics;
+    for (const FlowDemand& d : workload.demands) RegisterDemand(d, mask, table, src_nics, dst_nics);
+  }
   ComputeClasses(*index, mask,
                  from.routes  ? from.routes
                  : from.reuse ? &from.reuse->table

@@ -115,6 +115,7 @@ void MoveWalksToFib(const std::vector<uint32_t>& todo, RouteTable& table) {
 }  // namespace
 
 bool ClassTouchesDrain(const model::Topology& topo, const RouteTable::Class& c, const model::DrainMask& mask) {
+  if (mask.empty()) return false;
   if (c.fib != nullptr) {
     // The switches a walk from the source can reach, and the links out of them.
     const HashFib& f = *c.fib;
@@ -168,7 +169,11 @@ void ComputeClasses(const RoutingIndex& index, const model::DrainMask& mask, con
     if (c.computed) continue;
     if (baseline != nullptr) {
       const RouteTable::Class* b = baseline->Find(c.key);
-      if (b != nullptr && b->computed && b->connected && !ClassTouchesDrain(index.topology(), *b, mask)) {
+      // Under the same mask, a connected route avoids every element it
+      // takes down (it was routed without them, or borrowed as one that
+      // does): no walk over its DAG to check.
+      if (b != nullptr && b->computed && b->connected &&
+          (same_mask || !ClassTouchesDrain(index.topology(), *b, mask))) {
         c.computed = true;
         c.connected = true;
         c.clean = same_mask ? b->clean : true;

@@ -203,6 +203,14 @@ struct RouteTable {
     auto it = by_key.find(key);
     return it == by_key.end() ? nullptr : &classes[it->second];
   }
+  // Registers the classes of `other`, in its order, not computed: what
+  // registering again the demands `other` was registered from, under the
+  // same mask, does (each demand's usable NICs and a lookup per NIC pair:
+  // 524 k demands and ~14 ms per seed on 32k-moe, for 1,792 classes).
+  void RegisterAll(const RouteTable& other) {
+    classes.reserve(classes.size() + other.classes.size());
+    for (const Class& c : other.classes) Register(c.key, c.rep_src, c.rep_src_nic, c.rep_dst, c.rep_dst_nic);
+  }
 };
 
 // True when a route of `c` crosses an element `mask` takes down.

@@ -111,6 +111,7 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   for (size_t k = 1; k < static_cast<size_t>(seeds); ++k) {
     State::RunFrom from;
     from.reuse = &st->baseline[0];
+    from.same_keys = &st->baseline[0].table;  // same mask, same demands
     from.pool = &pool;
     from.runner = &runner;
     from.footprint = st->partial_runs();

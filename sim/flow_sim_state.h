@@ -209,6 +209,10 @@ struct FlowSimulator::State {
   struct RunFrom {
     const Scenario* reuse = nullptr;
     const RouteTable* routes = nullptr;
+    // A table registered from the workload's demands under the same mask
+    // (another seed's): its classes are registered, not every demand again.
+    // `routes`, when set, is one.
+    const RouteTable* same_keys = nullptr;
     const Scenario* previous_paths = nullptr;
     ProblemPool* pool = nullptr;  // hash modes: where sc.problem's arrays come from
     const TaskRunner* runner = nullptr;
@@ -221,8 +225,8 @@ struct FlowSimulator::State {
     // drained runs may then be partial): sc.footprint, computed by the solve.
     bool footprint = false;
   };
-  // Registers every demand's routes under `mask` in `table` and computes
-  // them, borrowing from `from.routes` (same mask) or `from.reuse`'s table
+  // Registers every demand's routes under `mask` in `table` (or the classes
+  // of `from.routes` or `from.same_keys`) and computes them, borrowing from `from.routes` (same mask) or `from.reuse`'s table
   // (the baseline) where the drain leaves them alone: every mode's first step.
   void RouteClasses(const model::DrainMask& mask, const RunFrom& from, bool per_path, bool sort_by_from,
                     bool keep_links, RouteTable& table) const;

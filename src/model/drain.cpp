@@ -74,6 +74,7 @@ DrainMask::DrainMask(const Topology& topology, const Drain& drain)
     : node_down_(topology.node_count(), false), link_down_(topology.link_count(), false) {
   for (NodeId n : drain.switches) {
     node_down_[n.value] = true;
+    ++nodes_down_;
     for (const Adjacency& adj : topology.neighbors(n)) link_down_[adj.link.value] = true;
   }
   for (LinkId l : drain.links) link_down_[l.value] = true;

@@ -52,8 +52,11 @@ class DrainMask {
   bool link_down(LinkId l) const { return !link_down_.empty() && link_down_[l.value]; }
   // Links that are down (named or via a drained switch), sorted.
   const std::vector<LinkId>& down_links() const { return down_links_; }
+  // Nothing is down (a baseline's mask).
+  bool empty() const { return down_links_.empty() && nodes_down_ == 0; }
 
  private:
+  size_t nodes_down_ = 0;
   std::vector<bool> node_down_;
   std::vector<bool> link_down_;
   std::vector<LinkId> down_links_;

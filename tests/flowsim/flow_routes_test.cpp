@@ -177,6 +177,19 @@ TEST_CASE("route classes: routing through a runner changes nothing") {
     for (const RouteTable::Class& c : d_one.classes) rerouted += c.clean ? 0 : 1;
     CHECK(rerouted > 0);
     CHECK(rerouted < d_one.classes.size());
+    // Registered from another table's classes (RouteTable::RegisterAll: the
+    // seeds after the first) rather than from the demands, a table computes
+    // the same: borrowing from a table of the same mask (the drained seeds,
+    // every route as it is, clean or not) or from the baseline (the baseline
+    // seeds: every route clean).
+    RouteTable d_keys;
+    d_keys.RegisterAll(d_one);
+    ComputeClasses(index, drained, &d_one, true, false, sorted, d_keys, keep);
+    same(d_one, d_keys);
+    RouteTable b_keys;
+    b_keys.RegisterAll(one);
+    ComputeClasses(index, {}, &one, false, false, sorted, b_keys, keep);
+    same(LeafPairs(index, false, keep, {}, &one, sorted), b_keys);
   }
 }
 

@@ -98,6 +98,9 @@ TEST_CASE("drains resolve by name and report unknown elements") {
     CHECK(mask.down_links().size() == 3);
     CHECK(mask.node_down(*t.FindNode("spine0")));
     CHECK_FALSE(mask.node_down(*t.FindNode("spine1")));
+    CHECK_FALSE(mask.empty());
+    CHECK(model::DrainMask().empty());
+    CHECK(model::DrainMask(t, model::Drain{}).empty());
   }
   SUBCASE("errors") {
     CHECK(model::ResolveDrain({{"spine7"}, {}}, t).error().message == "switches[0]: unknown switch 'spine7'");
