@@ -350,6 +350,8 @@ class WaterFiller {
     class_dsum_.assign(nc, 0.0);
     class_dn_.assign(nc, 0);
     frozen_.assign(na, 0);
+    link_level_.assign(nl, kNoLevel);
+    levels_ = 0;
     for (size_t a = 0; a < na; ++a) {
       if (!active[a]) continue;
       const double w = p.weight[a];
@@ -392,7 +394,9 @@ class WaterFiller {
         heap_.push({now, e.link});
         continue;
       }
+      if (levels_ == 0 || now > level) ++levels_;  // a new level
       level = std::max(level, now);
+      link_level_[e.link] = levels_ - 1;
       touched_classes_.clear();
       auto freeze = [&](uint32_t a) {
         if (!active[a] || frozen_[a]) return;
@@ -445,6 +449,13 @@ class WaterFiller {
     }
   }
 
+  static constexpr uint32_t kNoLevel = UINT32_MAX;
+  // The levels of the last fill, numbered from 0 as they rose: per link,
+  // the one at which it saturated (kNoLevel: it did not). Every aggregate
+  // frozen there has that level as its rate.
+  const std::vector<uint32_t>& link_level() const { return link_level_; }
+  uint32_t levels() const { return levels_; }
+
  private:
   struct Entry {
     double level;
@@ -475,6 +486,8 @@ class WaterFiller {
   }
 
   static constexpr uint32_t kAhead = 16;
+  std::vector<uint32_t> link_level_;
+  uint32_t levels_ = 0;
   std::vector<double> slope_, used_;  // per link: its private members' part
   std::vector<uint32_t> count_;       // per link: active private members and classes with active members
   // Per class: its active members' weight, the rate its frozen members take
@@ -557,7 +570,7 @@ class IncrementalEvents {
       initial_.push_back({PredictAt(i, 0), i, 1});
     }
     SortByFewKeys(initial_, [](const Finish& f) { return OrderKey(f.at); });
-    SortByRate(order_, true);
+    OrderByLevel(filler);
     Free(keyed_);  // the later sorts are of a batch's re-filled aggregates: a few
 
     // Scratch of the re-fills, stamped per batch.
@@ -678,6 +691,35 @@ class IncrementalEvents {
     uint32_t agg;
   };
   std::vector<Keyed> keyed_;
+
+  // Puts order_ (the active aggregates by index, after the t = 0 fill) in
+  // (rate, index) order from the fill's levels: an aggregate's rate is the
+  // level at which its bottleneck saturated and levels only rose, so a
+  // counting sort by that level's number, keeping index order, gives what
+  // SortByRate(order_, true) does (aggregates on no link, at an infinite
+  // rate, last), in two passes over the aggregates and without their
+  // rates: a third of the time of the sort by rate (8.5 ms of 893 k
+  // aggregates on the 32k MoE hash case). Sorts by rate should an active
+  // aggregate not have been frozen.
+  void OrderByLevel(const WaterFiller& filler) {
+    const std::vector<uint32_t>& link_level = filler.link_level();
+    const uint32_t top = filler.levels();  // infinite rates
+    auto level_of = [&](uint32_t i) { return bottleneck_[i] == kNoLink ? top : link_level[bottleneck_[i]]; };
+    level_start_.assign(static_cast<size_t>(top) + 2, 0);
+    for (uint32_t i : order_) {
+      if (bottleneck_[i] == kNoLink && std::isfinite(rate_[i])) {
+        SortByRate(order_, true);
+        return;
+      }
+      ++level_start_[level_of(i) + 1];
+    }
+    for (size_t k = 1; k < level_start_.size(); ++k) level_start_[k] += level_start_[k - 1];
+    AssignWithRoom(by_level_, order_.size(), 0u);
+    for (uint32_t i : order_) by_level_[level_start_[level_of(i)]++] = i;
+    order_.swap(by_level_);
+    Free(by_level_);
+  }
+  std::vector<uint32_t> level_start_, by_level_;
 
   double PredictAt(uint32_t i, double now) const {
     return !std::isfinite(rate_[i]) ? now : rate_[i] > 0 ? now + remaining_[i] / rate_[i] : kInf;
