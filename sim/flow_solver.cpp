@@ -255,6 +255,14 @@ struct LocalProblem {
   std::vector<uint32_t> terms;  // local class ids
   std::vector<double> term_scales;
   double term_scale(uint32_t k) const { return term_scales.empty() ? 1.0 : term_scales[k]; }
+  // Aggregate a's entries of `terms`, [first, second). Without reading
+  // term_off when there are none: in the hash modes, whose classes all
+  // flatten into private links, that read was a cache miss per aggregate
+  // wherever aggregates come in no order (the fills, the re-fills).
+  std::pair<uint32_t, uint32_t> term_range(uint32_t a) const {
+    if (terms.empty()) return {0, 0};
+    return {term_off[a], term_off[a + 1]};
+  }
   void AddTerm(uint32_t cls, double scale) {
     AppendValue(term_scales, terms.size(), scale);
     terms.push_back(cls);
@@ -410,7 +418,7 @@ class WaterFiller {
           slope_[m] -= w * p.priv_share(k);
           --count_[m];
         }
-        for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
+        for (auto [k, end] = p.term_range(a); k < end; ++k) {
           uint32_t c = p.terms[k];
           if (class_dn_[c] == 0) touched_classes_.push_back(c);
           class_dsum_[c] += w * p.term_scale(k);
@@ -548,7 +556,7 @@ class IncrementalEvents {
       if (!std::isfinite(rate_[i])) continue;
       const double r = rate_[i] * p.weight[i];
       for (uint32_t k = p.priv_off[i]; k < p.priv_off[i + 1]; ++k) usage_[p.priv[k]] += r * p.priv_share(k);
-      for (uint32_t k = p.term_off[i]; k < p.term_off[i + 1]; ++k) class_rate[p.terms[k]] += r * p.term_scale(k);
+      for (auto [k, end] = p.term_range(i); k < end; ++k) class_rate[p.terms[k]] += r * p.term_scale(k);
     }
     for (size_t c = 0; c < nc; ++c) {
       if (class_rate[c] == 0) continue;
@@ -900,7 +908,7 @@ class IncrementalEvents {
           ++count_[l];
         }
       }
-      for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
+      for (auto [k, end] = p.term_range(a); k < end; ++k) {
         const uint32_t c = p.terms[k];
         TouchClass(c);
         class_old_[c] += w * p.term_scale(k) * r;
@@ -1015,7 +1023,7 @@ class IncrementalEvents {
           slope_[m] -= w * p.priv_share(k);
           --count_[m];
         }
-        for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) {
+        for (auto [k, end] = p.term_range(a); k < end; ++k) {
           const uint32_t c = p.terms[k];
           if (class_dn_[c] == 0) touched_classes_.push_back(c);
           class_dsum_[c] += w * p.term_scale(k);
@@ -1059,7 +1067,7 @@ class IncrementalEvents {
     member_off_.assign(ncl + 1, 0);
     for (uint32_t a : refill_) {
       for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) ++priv_off_[link_slot_[p.priv[k]] + 1];
-      for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) ++member_off_[class_slot_[p.terms[k]] + 1];
+      for (auto [k, end] = p.term_range(a); k < end; ++k) ++member_off_[class_slot_[p.terms[k]] + 1];
     }
     for (uint32_t c : classes_) {
       if (class_n_[c] == 0) continue;
@@ -1078,7 +1086,7 @@ class IncrementalEvents {
     fill_c_.assign(member_off_.begin(), member_off_.end() - 1);
     for (uint32_t a : refill_) {
       for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) priv_aggs_[fill_a_[link_slot_[p.priv[k]]]++] = a;
-      for (uint32_t k = p.term_off[a]; k < p.term_off[a + 1]; ++k) members_[fill_c_[class_slot_[p.terms[k]]]++] = a;
+      for (auto [k, end] = p.term_range(a); k < end; ++k) members_[fill_c_[class_slot_[p.terms[k]]]++] = a;
     }
     for (uint32_t c : classes_) {
       if (class_n_[c] == 0) continue;
