@@ -1,6 +1,7 @@
 // Stable sorts of large arrays by a 64-bit key (the flow solver's t = 0
-// sorts of a component's finish predictions and rates). Internal to sim/;
-// tested in tests/flowsim/key_sort_test.cpp.
+// sort of a component's finish predictions, and of its rates where the
+// fill's levels do not give their order). Internal to sim/; tested in
+// tests/flowsim/key_sort_test.cpp.
 #pragma once
 
 #include <algorithm>
@@ -61,9 +62,9 @@ void RadixSort(std::vector<T>& v, const Key& key) {
 // take few distinct values: each entry's key is looked up in a small open
 // addressing table (in cache), the distinct keys are sorted, and one
 // counting pass places the entries: two passes over v instead of one per
-// 11-bit digit (six for doubles whose bits all vary). The t = 0 sorts of
-// a component's finish predictions and rates are such (32k MoE hash: 893 k
-// entries, a few thousand distinct values). Falls back to RadixSort past
+// 11-bit digit (six for doubles whose bits all vary). The t = 0 sort of
+// a component's finish predictions is such (32k MoE hash: 893 k entries, a
+// few thousand distinct values). Falls back to RadixSort past
 // kMaxDistinct keys, having read only the entries up to there.
 template <class T, class Key>
 void SortByFewKeys(std::vector<T>& v, const Key& key) {
