@@ -5,14 +5,22 @@
 
 namespace drainwise::sim {
 
-std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowOptions& o, size_t jobs) {
+std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowOptions& o, size_t jobs,
+                              const TaskRunner& runner) {
   std::vector<JobTimes> out(jobs);
   for (size_t j = 0; j < jobs; ++j) out[j].connected = sc.job_connected[j] != 0;
-  for (size_t a = 0; a < sc.agg_demand.size(); ++a) {
-    const FlowDemand& d = w.demands[sc.agg_demand[a]];
-    if (!out[d.job].connected) continue;
-    out[d.job].bandwidth_s = std::max(out[d.job].bandwidth_s, sc.solution.finish_s[a]);
-  }
+  // Each job's last finish, over the aggregates in two halves (at once
+  // through a runner; a maximum does not depend on the order).
+  const size_t na = sc.agg_demand.size();
+  std::vector<double> last[2] = {std::vector<double>(jobs, 0.0), std::vector<double>(jobs, 0.0)};
+  RunTasks(runner, 2, [&](size_t half) {
+    const size_t begin = half == 0 ? 0 : na / 2, end = half == 0 ? na / 2 : na;
+    for (size_t a = begin; a < end; ++a) {
+      const uint32_t j = w.demands[sc.agg_demand[a]].job;
+      if (out[j].connected) last[half][j] = std::max(last[half][j], sc.solution.finish_s[a]);
+    }
+  });
+  for (size_t j = 0; j < jobs; ++j) out[j].bandwidth_s = std::max(last[0][j], last[1][j]);
   // A partial run: the aggregates left in the baseline.
   for (size_t j = 0; j < sc.outside_job_finish.size(); ++j) {
     if (out[j].connected) out[j].bandwidth_s = std::max(out[j].bandwidth_s, sc.outside_job_finish[j]);

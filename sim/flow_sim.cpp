@@ -81,7 +81,7 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
     // to route only the components a drain touches (sc.footprint,
     // RunFrom::footprint), and the first seed keeps what the report then
     // takes from its baseline (KeepReportData).
-    st->baseline_outcomes[k] = Summarize(*st, sc);
+    st->baseline_outcomes[k] = Summarize(*st, sc, runner);
     if (k == 0 && !sc.footprint.empty()) st->KeepReportData(sc);
     pool.Give(std::move(sc.problem));
     sc.problem = FluidProblem{};
@@ -207,7 +207,7 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
     if (st.hash() && nseeds > 1) ReleaseFreeMemory();
     auto d0 = run(0, &runner);
     if (!d0) return tl::unexpected(d0.error());
-    outcomes[0] = Summarize(st, *d0);
+    outcomes[0] = Summarize(st, *d0, runner);
     first = std::move(*d0);
   }
   return BuildFlowReport(st, mask, *first, outcomes);

@@ -12,9 +12,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
-SeedOutcome Summarize(const FlowSimulator::State& st, const Scenario& sc) {
+SeedOutcome Summarize(const FlowSimulator::State& st, const Scenario& sc, const TaskRunner& runner) {
   SeedOutcome out;
-  out.times = TimesOf(st.workload, sc, st.options, st.snapshot->jobs->size());
+  out.times = TimesOf(st.workload, sc, st.options, st.snapshot->jobs->size(), runner);
   out.load0_bps = sc.solution.load0_bps;
   out.components_solved = sc.solution.components_solved;
   out.components_reused = sc.solution.components_reused;

@@ -226,8 +226,9 @@ struct FlowSimulator::State {
     bool footprint = false;
   };
   // Registers every demand's routes under `mask` in `table` (or the classes
-  // of `from.routes` or `from.same_keys`) and computes them, borrowing from `from.routes` (same mask) or `from.reuse`'s table
-  // (the baseline) where the drain leaves them alone: every mode's first step.
+  // of `from.routes` or `from.same_keys`) and computes them, borrowing from
+  // `from.routes` (same mask) or `from.reuse`'s table (the baseline) where
+  // the drain leaves them alone: every mode's first step.
   void RouteClasses(const model::DrainMask& mask, const RunFrom& from, bool per_path, bool sort_by_from,
                     bool keep_links, RouteTable& table) const;
   void RouteSpray(const model::DrainMask& mask, const RunFrom& from, Scenario& sc) const;
@@ -264,13 +265,15 @@ struct FlowSimulator::State {
   std::vector<uint32_t> ReuseMap(const Scenario& base, const Scenario& sc) const;
 };
 
-std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowOptions& o, size_t jobs);
+std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowOptions& o, size_t jobs,
+                              const TaskRunner& runner = {});
 
 inline double Iteration(const model::Job& job, double comm_s) {
   return job.iteration.compute_s + (1.0 - job.iteration.overlap) * comm_s;
 }
 
-SeedOutcome Summarize(const FlowSimulator::State& st, const Scenario& sc);
+// `runner`: threads the summary may use (none when it is itself a task).
+SeedOutcome Summarize(const FlowSimulator::State& st, const Scenario& sc, const TaskRunner& runner = {});
 
 // The report of a drained run: per-job sides and slowdowns over the seeds
 // (baseline_outcomes and `drained`, one per seed), loads, hot links, and from
