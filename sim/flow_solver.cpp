@@ -1778,6 +1778,7 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
     for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
       lp.AddPriv(local_link(p.private_links[k]), p.private_share(k));
     }
+    uint32_t terms = 0;  // the aggregate's terms on classes with several tight links
     for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
       const uint32_t c = p.terms[k];
       if (!class_tight[c]) continue;
@@ -1785,10 +1786,15 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
         class_local[c] = 0;
         classes_used.push_back(c);
       }
-      if (class_only[c].link != kNoLink) lp.AddPriv(kClassTag | c, p.term_scale(k) * class_only[c].share);
+      if (class_only[c].link != kNoLink) {
+        lp.AddPriv(kClassTag | c, p.term_scale(k) * class_only[c].share);
+      } else {
+        ++terms;
+      }
     }
     lp.priv_off.push_back(static_cast<uint32_t>(lp.priv.size()));
-    for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+    // (None in the hash modes, where every class is one link.)
+    for (uint32_t k = p.term_offsets[a]; terms > 0 && k < p.term_offsets[a + 1]; ++k) {
       const uint32_t c = p.terms[k];
       if (class_tight[c] && class_only[c].link == kNoLink) lp.AddTerm(c, p.term_scale(k));
     }
