@@ -173,15 +173,11 @@ void FlowSimulator::State::KeepReportData(Scenario& sc) const {
   const FluidProblem& p = sc.problem;
   const FluidSolution& sol = sc.solution;
   const auto& demands = workload.demands;
-  const size_t na = p.aggregate_count(), ncomp = sol.component_size.size();
+  const size_t ncomp = sol.component_size.size();
   sc.agg_weight = PackedDoubles(p.weight);
   // Each component's aggregates in ascending order, so by demand and by job.
-  std::vector<uint32_t> off(ncomp + 1, 0), members(na);
-  for (size_t c = 0; c < ncomp; ++c) off[c + 1] = off[c] + sol.component_size[c];
-  {
-    std::vector<uint32_t> fill(off.begin(), off.end() - 1);
-    for (uint32_t a = 0; a < na; ++a) members[fill[sol.component[a]]++] = a;
-  }
+  std::vector<uint32_t> off, members;
+  sol.MembersByComponent(off, members);
   std::vector<uint32_t> noted(p.capacity_bps.size(), UINT32_MAX);  // per link: the last job noted on it
   sc.job_links_off.assign(1, 0);
   sc.job_links.clear();

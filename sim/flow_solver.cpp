@@ -129,6 +129,15 @@ size_t FluidSolution::bytes() const {
          BytesOf(component_size) + packed_finish_s.bytes() + packed_rate0_bps.bytes() + packed_component.bytes();
 }
 
+void FluidSolution::MembersByComponent(std::vector<uint32_t>& off, std::vector<uint32_t>& members) const {
+  const size_t na = aggregate_count(), ncomp = component_size.size();
+  off.assign(ncomp + 1, 0);
+  for (size_t c = 0; c < ncomp; ++c) off[c + 1] = off[c] + component_size[c];
+  AssignWithRoom(members, na, 0u);
+  std::vector<uint32_t> fill(off.begin(), off.end() - 1);
+  for (uint32_t a = 0; a < na; ++a) members[fill[component_of(a)]++] = a;
+}
+
 void FluidSolution::Pack(const TaskRunner& runner) {
   RunTasks(runner, 3, [&](size_t column) {
     if (column == 0) packed_finish_s = PackedDoubles(finish_s);
@@ -1641,14 +1650,8 @@ ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, 
   const size_t ncomp = sol.component_size.size();
   std::vector<uint32_t> class_of_link;
   if (!FootprintClasses(p, class_of_link)) return {};
-  // Members of each component, ascending.
-  std::vector<uint32_t> comp_off(ncomp + 1, 0), members;
-  for (size_t c = 0; c < ncomp; ++c) comp_off[c + 1] = comp_off[c] + sol.component_size[c];
-  AssignWithRoom(members, na, 0u);
-  {
-    std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
-    for (uint32_t a = 0; a < na; ++a) members[fill[sol.component_of(a)]++] = a;
-  }
+  std::vector<uint32_t> comp_off, members;
+  sol.MembersByComponent(comp_off, members);
   // The components in four runs of about equal aggregate counts (run k
   // from the first component that starts at or past k quarters of the
   // aggregates, and no run empty while there are components for it), each
@@ -2022,14 +2025,9 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     ++sol.component_size[id];
   }
   const size_t ncomp = sol.component_size.size();
-  std::vector<uint32_t> comp_off(ncomp + 1, 0);
-  for (size_t c = 0; c < ncomp; ++c) comp_off[c + 1] = comp_off[c] + sol.component_size[c];
+  std::vector<uint32_t> comp_off;
   std::vector<uint32_t>& members = work.members;
-  AssignWithRoom(members, na, 0u);
-  {
-    std::vector<uint32_t> fill(comp_off.begin(), comp_off.end() - 1);
-    for (uint32_t a = 0; a < na; ++a) members[fill[sol.component[a]]++] = a;
-  }
+  sol.MembersByComponent(comp_off, members);
 
   // 3. Simulate each component: those a previous solution has are copied;
   //    the others are solved, concurrently through options.runner when

@@ -204,6 +204,9 @@ struct FluidSolution {
   double finish(size_t a) const { return finish_s.empty() ? packed_finish_s[a] : finish_s[a]; }
   double rate0(size_t a) const { return rate0_bps.empty() ? packed_rate0_bps[a] : rate0_bps[a]; }
   uint32_t component_of(size_t a) const { return component.empty() ? packed_component[a] : component[a]; }
+  // Each component's aggregates, ascending (a counting sort by component):
+  // component c's are members[off[c] .. off[c + 1]).
+  void MembersByComponent(std::vector<uint32_t>& off, std::vector<uint32_t>& members) const;
   size_t aggregate_count() const { return component.empty() ? packed_component.size() : component.size(); }
 };
 
