@@ -10,6 +10,7 @@
 #include <numeric>
 #include <optional>
 #include <queue>
+#include <span>
 #include <utility>
 
 #include "sim/buffers.h"
@@ -342,6 +343,28 @@ struct LocalProblem {
   }
 };
 
+// Loops over lists of aggregates read each one's scattered fields (offsets,
+// weight, rate, links): arrays far larger than the caches, so a miss per
+// field one after another. ForEachAhead calls f(a) for each a of `list`,
+// fetching those of the aggregate kAhead places on (its offsets, weight and
+// `extra[a]`) and the links of the one kAhead / 2 places on (whose offsets
+// were fetched before).
+constexpr size_t kAhead = 16;
+template <class T, class F>
+void ForEachAhead(const LocalProblem& p, std::span<const uint32_t> list, const T* extra, F&& f) {
+  const size_t n = list.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) {
+      const uint32_t b = list[i + kAhead];
+      __builtin_prefetch(&p.priv_off[b]);
+      __builtin_prefetch(&p.weight[b]);
+      __builtin_prefetch(extra + b);
+    }
+    if (i + kAhead / 2 < n) __builtin_prefetch(p.priv.data() + p.priv_off[list[i + kAhead / 2]]);
+    f(list[i]);
+  }
+}
+
 // Progressive filling on the active aggregates of a LocalProblem.
 //
 // A class's links are many (a sprayed route crosses thousands on a large
@@ -434,18 +457,9 @@ class WaterFiller {
           ++class_dn_[c];
         }
       };
-      // The members of a link are scattered: fetch ahead (as ForEachAhead).
+      // The link's members, scattered: fetched ahead.
       const uint32_t kb = p.link_aggs_off[e.link], ke = p.link_aggs_off[e.link + 1];
-      for (uint32_t k = kb; k < ke; ++k) {
-        if (k + kAhead < ke) {
-          const uint32_t b = p.link_aggs[k + kAhead];
-          __builtin_prefetch(&frozen_[b]);
-          __builtin_prefetch(&p.priv_off[b]);
-          __builtin_prefetch(&p.weight[b]);
-        }
-        if (k + kAhead / 2 < ke) __builtin_prefetch(p.priv.data() + p.priv_off[p.link_aggs[k + kAhead / 2]]);
-        freeze(p.link_aggs[k]);
-      }
+      ForEachAhead(p, std::span<const uint32_t>(p.link_aggs.data() + kb, ke - kb), frozen_.data(), freeze);
       for (uint32_t k = p.link_classes_off[e.link]; k < p.link_classes_off[e.link + 1]; ++k) {
         uint32_t c = p.link_classes[k];
         if (class_n_[c] == 0) continue;
@@ -502,7 +516,6 @@ class WaterFiller {
     return slope > 0 ? std::max(level, (p.capacity[l] - used) / slope) : level;
   }
 
-  static constexpr uint32_t kAhead = 16;
   std::vector<uint32_t> link_level_;
   uint32_t levels_ = 0;
   std::vector<double> slope_, used_;  // per link: its private members' part
@@ -784,26 +797,6 @@ class IncrementalEvents {
     return f != nullptr ? f->at : kInf;
   }
 
-  // Loops over a list of aggregates read each one's scattered fields
-  // (weight, rate, links): cache misses one after another. Each step
-  // fetches those of the aggregate kAhead places on, and the links of
-  // the one kAhead / 2 places on (whose offsets were fetched before).
-  static constexpr size_t kAhead = 16;
-  template <class F>
-  void ForEachAhead(const LocalProblem& p, const std::vector<uint32_t>& list, F&& f) {
-    const size_t n = list.size();
-    for (size_t i = 0; i < n; ++i) {
-      if (i + kAhead < n) {
-        const uint32_t b = list[i + kAhead];
-        __builtin_prefetch(&p.priv_off[b]);
-        __builtin_prefetch(&p.weight[b]);
-        __builtin_prefetch(&rate_[b]);
-      }
-      if (i + kAhead / 2 < n) __builtin_prefetch(p.priv.data() + p.priv_off[list[i + kAhead / 2]]);
-      f(list[i]);
-    }
-  }
-
   void TouchLink(uint32_t l) {
     if (link_stamp_[l] == stamp_) return;
     link_stamp_[l] = stamp_;
@@ -863,7 +856,7 @@ class IncrementalEvents {
       }
       return l;
     };
-    ForEachAhead(p, high_, [&](uint32_t a) {
+    ForEachAhead(p, high_, rate_.data(), [&](uint32_t a) {
       const uint32_t b = p.priv_off[a], e = p.priv_off[a + 1];
       if (b == e) return;
       uint32_t root = find(p.priv[b]);
@@ -874,7 +867,7 @@ class IncrementalEvents {
         reach_parent_[r] = root;
       }
     });
-    ForEachAhead(p, finished_, [&](uint32_t a) {
+    ForEachAhead(p, finished_, rate_.data(), [&](uint32_t a) {
       for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
         const uint32_t l = p.priv[k];
         if (reach_link_[l] == reach_stamp_) reach_mark_[find(l)] = 1;  // else no high aggregate on it
@@ -927,8 +920,8 @@ class IncrementalEvents {
         }
       }
     };
-    ForEachAhead(p, finished_, [&](uint32_t a) { take_off(a, false); });
-    ForEachAhead(p, refill_, [&](uint32_t a) {
+    ForEachAhead(p, finished_, rate_.data(), [&](uint32_t a) { take_off(a, false); });
+    ForEachAhead(p, refill_, rate_.data(), [&](uint32_t a) {
       agg_stamp_[a] = stamp_;  // unfrozen
       take_off(a, true);
     });
