@@ -284,9 +284,9 @@ struct LocalProblem {
   std::vector<uint32_t> link_classes_off, link_classes;  // link -> classes containing it
   std::vector<double> link_class_share;                  // per link_classes entry: the class's share of the link
   std::vector<uint32_t> class_aggs_off, class_aggs;      // class -> aggs with a term on it
-  // Only the full fillings (WaterFiller) read the reverse indices: the
-  // incremental events, after their one at t = 0, give them back (on the
-  // 32k MoE hash case, 28 MB per thread for the rest of the solve).
+  // The full fillings (WaterFiller) read the reverse indices, and the
+  // directed batches read link_aggs now and then; the other incremental
+  // events, after their fill at t = 0, give them back.
   void FreeReverse() {
     Free(link_aggs);
     Free(link_classes);
@@ -542,14 +542,31 @@ class WaterFiller {
 // progressive filling of the others only, from level r_min, with the low
 // aggregates' load fixed on every link.
 //
-// Cost per batch: the aggregates at or above r_min (in each batch, the
-// fastest flows finish first: usually few), their links and classes, and a
-// heap of predicted finish times; not the whole component.
+// With classes, every aggregate at or above r_min is re-filled: in each
+// batch the fastest flows finish first, so usually few. Without classes
+// (the hash modes: millions of aggregates, a few links each), only those
+// whose rate the batch can change, found by following bottlenecks
+// (DirectedBatch): on the 32k MoE hash case, 16-39 k re-fills per baseline
+// component of 893 k aggregates and 133 k on a drained one, where the rule
+// before (every aggregate at or above r_min that a chain of shared links
+// joins to a finished one) re-filled 66-159 k and 795 k, two thirds of
+// them to the rates they had.
+//
+// Cost per batch: the finished aggregates, the re-filled ones, their links
+// (and classes), and a heap of predicted finish times; not the whole
+// component.
+struct EventCounts {
+  size_t events = 0;    // completion batches
+  size_t refilled = 0;  // aggregates re-filled, summed over batches
+  size_t widened = 0;   // re-fills started again with more aggregates (DirectedBatch)
+};
+
 class IncrementalEvents {
  public:
-  // Frees p's reverse indices once they are no longer read.
-  Status Run(LocalProblem& p, const std::vector<double>& bits, WaterFiller& filler, FluidSolution& sol, size_t& events,
-             std::stop_token stop) {
+  // Frees p's reverse indices once they are no longer read: after the
+  // t = 0 fill, unless the batches are directed.
+  Status Run(LocalProblem& p, const std::vector<double>& bits, WaterFiller& filler, FluidSolution& sol,
+             EventCounts& counts, std::stop_token stop) {
     const size_t n = p.aggs.size(), nl = p.links.size(), nc = p.class_off.size() - 1;
     AssignWithRoom(active_, n, 0);
     AssignWithRoom(rate_, n, 0.0);
@@ -567,8 +584,17 @@ class IncrementalEvents {
     }
     // t = 0: one full progressive filling.
     filler.Fill(p, active_, rate_, bottleneck_);
-    p.FreeReverse();
+    // Without classes (the hash modes), batches follow bottlenecks
+    // (DirectedBatch), which reads the members of a link now and then, and
+    // needs every active aggregate with a finite rate frozen on a link (so
+    // it is, unless a link had a member of zero weight or share).
+    directed_ = p.class_off.size() == 1 && p.terms.empty();
+    for (size_t i = 0; i < n && directed_; ++i) {
+      if (active_[i] && bottleneck_[i] == kNoLink && std::isfinite(rate_[i])) directed_ = false;
+    }
+    if (!directed_) p.FreeReverse();
     usage_.assign(nl, 0.0);
+    if (directed_) bound_.assign(nl, 0.0);
     std::vector<double> class_rate(nc, 0.0);
     for (uint32_t i = 0; i < n; ++i) {
       if (!active_[i]) continue;
@@ -579,6 +605,10 @@ class IncrementalEvents {
       const double r = rate_[i] * p.weight[i];
       for (uint32_t k = p.priv_off[i]; k < p.priv_off[i + 1]; ++k) usage_[p.priv[k]] += r * p.priv_share(k);
       for (auto [k, end] = p.term_range(i); k < end; ++k) class_rate[p.terms[k]] += r * p.term_scale(k);
+      if (!directed_) continue;
+      for (uint32_t k = p.priv_off[i]; k < p.priv_off[i + 1]; ++k) {
+        bound_[p.priv[k]] = std::max(bound_[p.priv[k]], rate_[i]);
+      }
     }
     for (size_t c = 0; c < nc; ++c) {
       if (class_rate[c] == 0) continue;
@@ -600,7 +630,7 @@ class IncrementalEvents {
       initial_.push_back({PredictAt(i, 0), i, 1});
     }
     SortByFewKeys(initial_, [](const Finish& f) { return OrderKey(f.at); });
-    OrderByLevel(filler);
+    if (!directed_) OrderByLevel(filler);
     Free(keyed_);  // the later sorts are of a batch's re-filled aggregates: a few
 
     // Scratch of the re-fills, stamped per batch.
@@ -617,15 +647,18 @@ class IncrementalEvents {
     class_dsum_.assign(nc, 0.0);
     class_dn_.assign(nc, 0);
     stamp_ = 0;
+    if (directed_) InitBottlenecks(n, nl);
 
     double now = 0;
     size_t live = order_.size();
     while (live > 0) {
       if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
       const double next = NextFinish();
-      ++events;
+      ++counts.events;
       if (!std::isfinite(next)) {  // nothing can progress (zero capacity): never finishes
-        for (uint32_t i : order_) sol.finish_s[p.aggs[i]] = kInf;
+        for (uint32_t i : order_) {
+          if (active_[i]) sol.finish_s[p.aggs[i]] = kInf;
+        }
         break;
       }
       // The batch: every finish within a relative kBatchTolerance of the
@@ -645,7 +678,12 @@ class IncrementalEvents {
         r_min = std::min(r_min, rate_[f.agg]);
       }
       live -= finished_.size();
-      // Aggregates at or above r_min: a suffix of order_ (ascending rates).
+      if (directed_) {
+        if (std::isfinite(r_min) && live > 0) DirectedBatch(p, r_min, now, counts);
+        continue;
+      }
+      // With classes, every aggregate at or above r_min is re-filled: a
+      // suffix of order_ (ascending rates).
       size_t top = order_.size();
       // (Scattered: fetched ahead, as ForEachAhead does.)
       while (top > 0 && rate_[order_[top - 1]] >= r_min) {
@@ -655,39 +693,26 @@ class IncrementalEvents {
         }
         --top;
       }
-      high_.clear();
+      refill_.clear();
       for (size_t k = top; k < order_.size(); ++k) {
-        if (active_[order_[k]]) high_.push_back(order_[k]);
+        if (active_[order_[k]]) refill_.push_back(order_[k]);
       }
       order_.resize(top);
       const bool refill = std::isfinite(r_min) && live > 0;
-      // Without classes (the hash modes), only the high aggregates that a
-      // chain of shared links joins to the batch's can change (Reached).
-      if (refill && p.class_off.size() == 1) {
-        Reached(p);
-      } else {
-        refill_.swap(high_);
-        high_.clear();
-      }
       for (uint32_t i : refill_) {
         remaining_[i] -= rate_[i] * (now - since_[i]);
         since_[i] = now;
       }
       if (refill) {
+        TakeOffFinished(p);
         Refill(p, r_min);
         for (uint32_t i : refill_) Predict(i, now);
       }
       // The refilled aggregates are all >= r_min > every rate before them
       // (only flows that crossed no link, at infinite rate, finished when
-      // r_min is infinite: nothing else changes). Those left in high_ kept
-      // their rates and their order.
+      // r_min is infinite: nothing else changes).
       SortByRate(refill_);
-      if (high_.empty()) {
-        order_.insert(order_.end(), refill_.begin(), refill_.end());
-      } else {
-        std::merge(high_.begin(), high_.end(), refill_.begin(), refill_.end(), std::back_inserter(order_),
-                   [&](uint32_t x, uint32_t y) { return rate_[x] != rate_[y] ? rate_[x] < rate_[y] : x < y; });
-      }
+      order_.insert(order_.end(), refill_.begin(), refill_.end());
     }
     return {};
   }
@@ -786,6 +811,12 @@ class IncrementalEvents {
   void Pop(const Finish* f) {
     if (cursor_ < initial_.size() && f == &initial_[cursor_]) {
       ++cursor_;
+      if (cursor_ + kAhead < initial_.size()) {  // scattered: fetched ahead
+        const uint32_t b = initial_[cursor_ + kAhead].agg;
+        __builtin_prefetch(&active_[b]);
+        __builtin_prefetch(&version_[b]);
+        __builtin_prefetch(&rate_[b]);
+      }
     } else {
       std::pop_heap(heap_.begin(), heap_.end());
       heap_.pop_back();
@@ -814,81 +845,33 @@ class IncrementalEvents {
     class_n_[c] = class_dn_[c] = 0;
   }
 
-  // Splits high_ (the active aggregates at or above r_min, in order) into
-  // refill_, those joined to a finished aggregate by a chain of links each
-  // crossed by two of them (or by it and a finished one), and what is left
-  // in high_, both in high_'s order. Only for problems without classes.
-  //
-  // Why the others keep their rates. A link crossed by one of them is
-  // crossed by no finished aggregate and no refilled one, so it carries the
-  // same fixed (low) load and the same high members as before the batch;
-  // filling from r_min treats independent groups of links and members
-  // apart, so each such group fills as it did. Their predictions stay
-  // valid too. On the 32k MoE hash case, 21 % (baseline) to 35 % (drained)
-  // of the high aggregates are reached.
-  //
-  // How. The links of each high aggregate are joined in a union find over
-  // the links the batch meets (a parent per link, valid where its stamp is
-  // this batch's); the sets holding a finished aggregate's link are marked;
-  // a high aggregate is reached when its set is marked. One pass over the
-  // high aggregates' links and one over the finished ones', instead of an
-  // index of the high aggregates per link and a search through it.
-  void Reached(const LocalProblem& p) {
-    if (++reach_stamp_ == 0) {
-      std::fill(reach_link_.begin(), reach_link_.end(), 0);
-      reach_stamp_ = 1;
-    }
-    if (reach_link_.size() < p.links.size()) {
-      reach_link_.resize(p.links.size(), 0);
-      reach_parent_.resize(p.links.size());
-      reach_mark_.resize(p.links.size());
-    }
-    auto find = [&](uint32_t l) {
-      if (reach_link_[l] != reach_stamp_) {  // first met in this batch: a set of its own
-        reach_link_[l] = reach_stamp_;
-        reach_parent_[l] = l;
-        reach_mark_[l] = 0;
-        return l;
-      }
-      while (reach_parent_[l] != l) {
-        reach_parent_[l] = reach_parent_[reach_parent_[l]];  // path halving
-        l = reach_parent_[l];
-      }
-      return l;
-    };
-    ForEachAhead(p, high_, rate_.data(), [&](uint32_t a) {
-      const uint32_t b = p.priv_off[a], e = p.priv_off[a + 1];
-      if (b == e) return;
-      uint32_t root = find(p.priv[b]);
-      for (uint32_t k = b + 1; k < e; ++k) {
-        uint32_t r = find(p.priv[k]);
-        if (r == root) continue;
-        if (r < root) std::swap(r, root);  // the smaller id is the root
-        reach_parent_[r] = root;
-      }
-    });
-    ForEachAhead(p, finished_, rate_.data(), [&](uint32_t a) {
-      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
-        const uint32_t l = p.priv[k];
-        if (reach_link_[l] == reach_stamp_) reach_mark_[find(l)] = 1;  // else no high aggregate on it
-      }
-    });
-    refill_.clear();
-    size_t kept = 0;
-    for (uint32_t a : high_) {
-      const uint32_t b = p.priv_off[a];
-      if (b != p.priv_off[a + 1] && reach_mark_[find(p.priv[b])]) {
-        refill_.push_back(a);
-      } else {
-        high_[kept++] = a;
+  // Old contributions of an aggregate finished (refilled = false) or to
+  // re-fill (true, with its slopes).
+  void TakeOff(const LocalProblem& p, uint32_t a, bool refilled) {
+    const double w = p.weight[a];
+    const double r = std::isfinite(rate_[a]) ? rate_[a] : 0.0;
+    for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
+      const uint32_t l = p.priv[k];
+      TouchLink(l);
+      used_[l] += w * p.priv_share(k) * r;
+      if (refilled) {
+        slope_[l] += w * p.priv_share(k);
+        ++count_[l];
       }
     }
-    high_.resize(kept);
+    for (auto [k, end] = p.term_range(a); k < end; ++k) {
+      const uint32_t c = p.terms[k];
+      TouchClass(c);
+      class_old_[c] += w * p.term_scale(k) * r;
+      if (refilled) {
+        class_sum_[c] += w * p.term_scale(k);
+        ++class_n_[c];
+      }
+    }
   }
-
-  // New rates of refill_ (the active aggregates at or above r_min) with
-  // every other active aggregate fixed and finished_ gone; keeps usage_.
-  void Refill(const LocalProblem& p, double r_min) {
+  // Starts a batch's re-fill: a new stamp, the finished aggregates' old
+  // contributions taken off.
+  void TakeOffFinished(const LocalProblem& p) {
     if (++stamp_ == 0) {
       std::fill(link_stamp_.begin(), link_stamp_.end(), 0);
       std::fill(class_stamp_.begin(), class_stamp_.end(), 0);
@@ -897,34 +880,20 @@ class IncrementalEvents {
     }
     links_.clear();
     classes_.clear();
-    // Old contributions of the refilled and the finished; slopes of the refilled.
-    auto take_off = [&](uint32_t a, bool refilled) {
-      const double w = p.weight[a];
-      const double r = std::isfinite(rate_[a]) ? rate_[a] : 0.0;
-      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
-        const uint32_t l = p.priv[k];
-        TouchLink(l);
-        used_[l] += w * p.priv_share(k) * r;
-        if (refilled) {
-          slope_[l] += w * p.priv_share(k);
-          ++count_[l];
-        }
-      }
-      for (auto [k, end] = p.term_range(a); k < end; ++k) {
-        const uint32_t c = p.terms[k];
-        TouchClass(c);
-        class_old_[c] += w * p.term_scale(k) * r;
-        if (refilled) {
-          class_sum_[c] += w * p.term_scale(k);
-          ++class_n_[c];
-        }
-      }
-    };
-    ForEachAhead(p, finished_, rate_.data(), [&](uint32_t a) { take_off(a, false); });
+    ForEachAhead(p, finished_, rate_.data(), [&](uint32_t a) { TakeOff(p, a, false); });
+  }
+  // New rates of refill_ (the active aggregates to re-fill, all at or
+  // above r_min) with every other active aggregate fixed and finished_
+  // gone (taken off by TakeOffFinished first); keeps usage_. In a directed
+  // batch, false (rates of refill_ back as they were, usage_ untouched)
+  // when R froze on a link with a fixed member above its level: those
+  // members are in widen_.
+  bool Refill(const LocalProblem& p, double r_min) {
     ForEachAhead(p, refill_, rate_.data(), [&](uint32_t a) {
       agg_stamp_[a] = stamp_;  // unfrozen
-      take_off(a, true);
+      TakeOff(p, a, true);
     });
+    froze_at_.clear();
     for (uint32_t c : classes_) {
       for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k) {
         const uint32_t l = p.class_links[k].link;
@@ -1012,12 +981,20 @@ class IncrementalEvents {
         continue;
       }
       level = std::max(level, now);
+      if (directed_) {
+        if (FixedAbove(p, e.link, level)) {
+          for (size_t k = 0; k < refill_.size(); ++k) rate_[refill_[k]] = old_rate_[k];
+          return false;
+        }
+        froze_at_.push_back({level, e.link});
+      }
       touched_classes_.clear();
       auto freeze = [&](uint32_t a) {
         if (agg_stamp_[a] != stamp_) return;  // fixed, or frozen in this fill
         agg_stamp_[a] = 0;
         --unfrozen;
         rate_[a] = level;
+        if (directed_) new_bottleneck_[a] = e.link;
         const double w = p.weight[a];
         for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
           const uint32_t m = p.priv[k];
@@ -1056,7 +1033,157 @@ class IncrementalEvents {
       count_[e.link] = 0;
     }
     for (uint32_t l : links_) usage_[l] = used_[l];
+    return true;
   }
+
+  // Directed batches (problems without classes).
+  //
+  // Which aggregates a batch can change. Every aggregate is frozen on a
+  // bottleneck link: saturated, and its rate the highest there. A link's
+  // state changes only when one of its aggregates finishes or changes
+  // rate, and an aggregate's rate only when its bottleneck's state does.
+  // So R, the set re-filled, is the closure: the aggregates frozen on the
+  // finished ones' links, then those frozen on the links of those, and so
+  // on. Every other aggregate keeps its bottleneck, with the same members
+  // at the same rates, so it keeps its rate too: R is re-filled from r_min
+  // with every other aggregate fixed (Refill).
+  //
+  // What can go wrong, and the check. The re-fill is the max-min
+  // allocation unless an aggregate of R freezes on a link where a fixed
+  // aggregate has a higher rate: that one would have to give way. Per
+  // link, bound_ is at least the rate of every member (the level at which
+  // it last froze members, or the highest member's rate), so the members
+  // are only read (through the reverse index, which these problems keep)
+  // when a link freezes R below its bound; any member above the level
+  // joins R, with what its links' closure adds, and the re-fill starts
+  // again (on the 32k MoE hash case, in 84-166 of 2,849-3,697 batches per
+  // baseline component, 500 of 5,809 on a drained one).
+  //
+  // Each link lists the aggregates frozen on it (bl_), entries of those
+  // that finished or moved dropped when the list is next read; a list read
+  // empties, as its members join R and are listed again where they freeze.
+  void InitBottlenecks(size_t n, size_t nl) {
+    if (bl_.size() < nl) bl_.resize(nl);
+    for (size_t l = 0; l < nl; ++l) bl_[l].clear();
+    AssignWithRoom(new_bottleneck_, n, kNoLink);
+    AssignWithRoom(in_r_, n, 0u);
+    link_in_p_.assign(nl, 0);
+    r_stamp_ = 0;
+    for (uint32_t i : order_) {
+      if (std::isfinite(rate_[i]) && bottleneck_[i] != kNoLink) bl_[bottleneck_[i]].push_back(i);
+    }
+  }
+  // Adds a's links to the closure's queue.
+  void QueueLinks(const LocalProblem& p, uint32_t a) {
+    for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
+      const uint32_t l = p.priv[k];
+      if (link_in_p_[l] == r_stamp_) continue;
+      link_in_p_[l] = r_stamp_;
+      queue_.push_back(l);
+    }
+  }
+  // Adds to R (refill_) every aggregate frozen on a queued link, and its links.
+  void Close(const LocalProblem& p) {
+    while (queue_head_ < queue_.size()) {
+      const uint32_t l = queue_[queue_head_++];
+      for (uint32_t a : bl_[l]) {
+        if (!active_[a] || bottleneck_[a] != l || in_r_[a] == r_stamp_) continue;
+        in_r_[a] = r_stamp_;
+        refill_.push_back(a);
+        QueueLinks(p, a);
+      }
+      bl_[l].clear();
+    }
+  }
+  // Whether link l, freezing aggregates of R at `level`, has a fixed member
+  // above it (within the batch tolerance); those go to `widen_`.
+  bool FixedAbove(const LocalProblem& p, uint32_t l, double level) {
+    const double top = level * (1 + kBatchTolerance);
+    if (bound_[l] <= top) return false;
+    bool any = false;
+    for (uint32_t k = p.link_aggs_off[l]; k < p.link_aggs_off[l + 1]; ++k) {
+      const uint32_t u = p.link_aggs[k];
+      if (active_[u] && in_r_[u] != r_stamp_ && rate_[u] > top) {
+        widen_.push_back(u);
+        any = true;
+      }
+    }
+    return any;
+  }
+  // A batch's re-fill: finished_ is the batch, r_min its lowest rate.
+  void DirectedBatch(const LocalProblem& p, double r_min, double now, EventCounts& counts) {
+    if (++r_stamp_ == 0) {
+      std::fill(in_r_.begin(), in_r_.end(), 0);
+      std::fill(link_in_p_.begin(), link_in_p_.end(), 0);
+      r_stamp_ = 1;
+    }
+    refill_.clear();
+    queue_.clear();
+    queue_head_ = 0;
+    TakeOffFinished(p);
+    for (uint32_t l : links_) {  // the finished aggregates' links, as QueueLinks would list them
+      link_in_p_[l] = r_stamp_;
+      queue_.push_back(l);
+    }
+    Close(p);
+    // The state of the finished aggregates' links, which a re-fill that
+    // starts again goes back to.
+    const size_t finished_links = links_.size();
+    kept_used_.resize(finished_links);
+    for (size_t k = 0; k < finished_links; ++k) kept_used_[k] = used_[links_[k]];
+    for (;;) {
+      old_rate_.resize(refill_.size());
+      for (size_t k = 0; k < refill_.size(); ++k) {
+        const uint32_t i = refill_[k];
+        remaining_[i] -= rate_[i] * (now - since_[i]);
+        since_[i] = now;
+        old_rate_[k] = rate_[i];
+        new_bottleneck_[i] = kNoLink;
+      }
+      widen_.clear();
+      if (Refill(p, r_min)) break;
+      ++counts.widened;
+      for (size_t k = 0; k < links_.size(); ++k) {
+        const uint32_t l = links_[k];
+        if (k >= finished_links) {
+          link_stamp_[l] = 0;  // untouched (stamps start at 1)
+          continue;
+        }
+        used_[l] = kept_used_[k];
+        slope_[l] = 0;
+        count_[l] = 0;
+        queued_[l] = kInf;
+      }
+      links_.resize(finished_links);
+      for (uint32_t u : widen_) {
+        if (in_r_[u] == r_stamp_) continue;
+        in_r_[u] = r_stamp_;
+        refill_.push_back(u);
+        QueueLinks(p, u);
+      }
+      Close(p);
+    }
+    counts.refilled += refill_.size();
+    for (uint32_t a : refill_) {
+      bottleneck_[a] = new_bottleneck_[a];
+      if (bottleneck_[a] != kNoLink) bl_[bottleneck_[a]].push_back(a);
+      Predict(a, now);
+      for (uint32_t k = p.priv_off[a]; k < p.priv_off[a + 1]; ++k) {
+        bound_[p.priv[k]] = std::max(bound_[p.priv[k]], rate_[a]);
+      }
+    }
+    for (const auto& [level, l] : froze_at_) bound_[l] = level;  // every member is at most that now
+  }
+
+  bool directed_ = false;
+  std::vector<std::vector<uint32_t>> bl_;  // per local link: aggregates frozen there (and stale entries)
+  std::vector<uint32_t> new_bottleneck_;   // per aggregate of R: the link it froze on in the re-fill
+  uint32_t r_stamp_ = 0;                   // this batch's, in in_r_ and link_in_p_
+  std::vector<uint32_t> in_r_, link_in_p_, queue_, widen_;
+  size_t queue_head_ = 0;
+  std::vector<double> bound_;                          // per local link: at least the rate of every member
+  std::vector<double> old_rate_, kept_used_;           // what a re-fill started again goes back to
+  std::vector<std::pair<double, uint32_t>> froze_at_;  // the re-fill's (level, link) where R froze
 
   void BuildIndex(const LocalProblem& p) {
     const size_t nt = links_.size(), ncl = classes_.size();
@@ -1106,18 +1233,15 @@ class IncrementalEvents {
   std::vector<uint8_t> active_;
   std::vector<double> rate_, remaining_, since_;
   std::vector<uint32_t> bottleneck_, version_;
-  std::vector<uint32_t> order_;  // active aggregates, rates ascending
+  // Active aggregates, rates ascending (by index, and never updated, when
+  // the batches are directed: they find what to re-fill otherwise).
+  std::vector<uint32_t> order_;
   std::vector<Finish> initial_;  // t = 0 predictions, earliest first, consumed from cursor_
   size_t cursor_ = 0;
   std::vector<Finish> heap_;   // re-predictions (std heap)
   size_t compact_at_ = 4096;   // heap_ size at which stale entries are dropped
   std::vector<double> usage_;  // per local link: load of every active aggregate at its rate
-  std::vector<uint32_t> finished_, refill_, high_;
-  // Reached's scratch, per local link: a stamp (valid in this batch), its
-  // parent in the batch's union find, and a root's mark.
-  uint32_t reach_stamp_ = 0;
-  std::vector<uint32_t> reach_link_, reach_parent_;
-  std::vector<uint8_t> reach_mark_;
+  std::vector<uint32_t> finished_, refill_;
   // Re-fill scratch.
   uint32_t stamp_ = 0;
   std::vector<uint32_t> link_stamp_, class_stamp_, agg_stamp_;
@@ -1718,10 +1842,11 @@ struct ComponentWork {
 
 // Simulates the component whose aggregates are [mb, me): writes their
 // finish_s, rate0_bps and bottleneck0 in `sol` (nothing else of it, so
-// components can be solved concurrently) and adds its batches to `events`.
+// components can be solved concurrently) and adds its batches (and
+// re-fills) to `counts`.
 Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, const std::vector<uint8_t>& class_tight,
                       const std::vector<LinkShare>& class_only, const uint32_t* mb, const uint32_t* me,
-                      bool incremental_events, ComponentWork& w, FluidSolution& sol, size_t& events,
+                      bool incremental_events, ComponentWork& w, FluidSolution& sol, EventCounts& counts,
                       std::stop_token stop) {
   LocalProblem& lp = w.lp;
   std::vector<uint32_t>& link_local = w.link_local;
@@ -1818,7 +1943,7 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
   lp.BuildReverse();
 
   const size_t n = lp.aggs.size();
-  if (incremental_events) return w.incremental.Run(lp, p.bits, w.filler, sol, events, stop);
+  if (incremental_events) return w.incremental.Run(lp, p.bits, w.filler, sol, counts, stop);
   // The reference: fill everything, advance to the next batch of
   // completions, repeat.
   active.assign(n, 0);
@@ -1850,7 +1975,7 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
     for (size_t i = 0; i < n; ++i) {
       if (active[i]) dt = std::min(dt, rate[i] > 0 ? remaining[i] / rate[i] : kInf);
     }
-    ++events;
+    ++counts.events;
     if (!std::isfinite(dt)) {  // nothing can progress (zero capacity): never finishes
       for (size_t i = 0; i < n; ++i) {
         if (active[i]) sol.finish_s[lp.aggs[i]] = kInf;
@@ -2096,7 +2221,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
                      [&](uint32_t x, uint32_t y) { return sol.component_size[x] > sol.component_size[y]; });
   }
   std::vector<Status> status(to_solve.size());
-  std::vector<size_t> events(to_solve.size(), 0);
+  std::vector<EventCounts> counts(to_solve.size());
   std::atomic<size_t> started{0};
   work.Prepare(nl, nc);
   RunTasks(concurrent ? *options.runner : TaskRunner{}, to_solve.size(), [&](size_t i) {
@@ -2108,7 +2233,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     ComponentWork& w = work.Take();
     const uint32_t comp = to_solve[i];
     status[i] = SolveComponent(p, tight, class_tight, class_only, members.data() + comp_off[comp],
-                               members.data() + comp_off[comp + 1], options.incremental, w, sol, events[i], stop);
+                               members.data() + comp_off[comp + 1], options.incremental, w, sol, counts[i], stop);
     work.Give(w);
     if (!footprints || !status[i]) return;
     make_ready(comp);
@@ -2119,7 +2244,9 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   });
   for (size_t i = 0; i < to_solve.size(); ++i) {
     if (!status[i]) return tl::unexpected(status[i].error());
-    sol.events += events[i];
+    sol.events += counts[i].events;
+    sol.refilled += counts[i].refilled;
+    sol.refills_widened += counts[i].widened;
   }
   if (footprints) {
     take_ready();  // what no task took (the copied components, when none is solved)

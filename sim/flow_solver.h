@@ -190,7 +190,10 @@ struct FluidSolution {
   size_t redundant_links = 0;  // class links dropped: loaded, but provably never full
   size_t components_solved = 0;
   size_t components_reused = 0;
-  size_t events = 0;         // completion batches, summed over components
+  size_t events = 0;  // completion batches, summed over components
+  // Incremental solves: aggregates re-filled after completions, summed over
+  // batches, and (without classes) re-fills started again with more.
+  size_t refilled = 0, refills_widened = 0;
   size_t max_component = 0;  // aggregates in the largest solved component
   double makespan_s = 0;
 
@@ -294,7 +297,8 @@ class SolverScratch {
 
 struct FluidOptions {
   // true: after each batch of completions, re-fill only the aggregates whose
-  // rate can change (those at or above the lowest rate that finished; see
+  // rate can change (those at or above the lowest rate that finished; without
+  // classes, only those whose bottleneck a chain of changes reaches; see
   // flow_solver.cpp). false: re-fill the whole component at every batch,
   // the previous solver, kept as the reference of the exactness tests.
   bool incremental = true;
