@@ -42,9 +42,20 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       if (keep) {
         auto bcand = bc->Out(node);
         if (!bcand.empty()) {
-          const Hop& was = bcand[h % bcand.size()];
-          auto it = std::find_if(cand.begin(), cand.end(), [&](const Hop& l) { return l.directed == was.directed; });
-          pick = it != cand.end() ? &*it : &cand[Mix(h) % cand.size()];
+          // The baseline's choice where it still is: at the same place
+          // when the hop's choices are the baseline's (most hops), else
+          // found by its id (both lists are in directed-id order).
+          const size_t i = h % bcand.size();
+          const uint32_t was = bcand[i].directed;
+          const Hop* found = nullptr;
+          if (i < cand.size() && cand[i].directed == was) {
+            found = &cand[i];
+          } else {
+            auto it = std::lower_bound(cand.begin(), cand.end(), was,
+                                       [](const Hop& l, uint32_t d) { return l.directed < d; });
+            if (it != cand.end() && it->directed == was) found = &*it;
+          }
+          pick = found != nullptr ? found : &cand[Mix(h) % cand.size()];
         }
       }
       path.push_back(pick->directed);
