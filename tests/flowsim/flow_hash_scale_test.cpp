@@ -607,6 +607,15 @@ TEST_CASE("hash modes: the unit-share bounds and the components match the genera
           auto again = sim::SolveFluid(p, {}, {}, sim::FluidOptions{true, nullptr, r, &solved, SIZE_MAX});
           REQUIRE(again.has_value());
           CheckSameFootprint(solved, foot_fast);
+          // Loads taken from the footprint (when no link is in two
+          // components) are those of the passes over the problem.
+          auto plain = sim::SolveFluid(p, {}, {}, sim::FluidOptions{true, nullptr, r});
+          REQUIRE(plain.has_value());
+          REQUIRE(plain->load0_bps.size() == again->load0_bps.size());
+          for (size_t l = 0; l < plain->load0_bps.size(); ++l) {
+            CAPTURE(l);
+            CHECK(std::bit_cast<uint64_t>(plain->load0_bps[l]) == std::bit_cast<uint64_t>(again->load0_bps[l]));
+          }
           short_one.offsets = {0};  // overwritten: empty
           REQUIRE(
               sim::SolveFluid(p, {}, {}, sim::FluidOptions{true, nullptr, r, &short_one, threaded.entries.size() - 1})
