@@ -2006,7 +2006,7 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
 }  // namespace
 
 struct SolverScratch::Impl {
-  std::vector<uint32_t> parent, parent2, comp_of_root, members;
+  std::vector<uint32_t> parent, parent2, joined, joined2, comp_of_root, members;
   // One ComponentWork per thread that solves components at once: `works`
   // only grows (to the runner's concurrency), and `free` lists those no
   // task holds.
@@ -2126,15 +2126,25 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     }
     return kAlone;
   };
-  auto join = [&](UnionFind& u, uint32_t begin, uint32_t end) {
+  // `joined[x]`: the `first` that x was last joined to. Aggregates come
+  // by demand, so the same (first, x) pairs come again and again (a NIC's
+  // aggregates over its leaf's uplinks): joined once, not once per
+  // aggregate (the same sets).
+  auto join = [&](UnionFind& u, std::vector<uint32_t>& joined, uint32_t begin, uint32_t end) {
+    AssignWithRoom(joined, nc + nl, kAlone);
+    auto join_to = [&](uint32_t first, uint32_t x) {
+      if (joined[x] == first) return;
+      joined[x] = first;
+      u.Union(first, x);
+    };
     for (uint32_t a = begin; a < end; ++a) {
       const uint32_t first = first_of(a);
       if (first == kAlone) continue;
       for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) {
-        u.Union(first, static_cast<uint32_t>(nc + p.private_links[k]));
+        join_to(first, static_cast<uint32_t>(nc + p.private_links[k]));
       }
       for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-        if (class_tight[p.terms[k]]) u.Union(first, p.terms[k]);
+        if (class_tight[p.terms[k]]) join_to(first, p.terms[k]);
       }
     }
   };
@@ -2148,9 +2158,9 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     const auto mid = static_cast<uint32_t>(na / 2);
     RunTasks(*options.runner, 2, [&](size_t half) {
       if (half == 0) {
-        join(uf, 0, mid);
+        join(uf, work.joined, 0, mid);
       } else {
-        join(other, mid, static_cast<uint32_t>(na));
+        join(other, work.joined2, mid, static_cast<uint32_t>(na));
       }
     });
     for (uint32_t x = 0; x < nc + nl; ++x) {
@@ -2158,7 +2168,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
       if (r != x) uf.Union(x, r);
     }
   } else {
-    join(uf, 0, static_cast<uint32_t>(na));
+    join(uf, work.joined, 0, static_cast<uint32_t>(na));
   }
   for (uint32_t c = 0; c < nc; ++c) {
     if (!class_tight[c]) continue;
@@ -2169,8 +2179,14 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   // Dense component ids in order of first aggregate; members grouped.
   std::vector<uint32_t>& comp_of_root = work.comp_of_root;  // indexed by root id
   AssignWithRoom(comp_of_root, nc + nl, UINT32_MAX);
+  uint32_t last_first = kAlone, last_id = 0;  // consecutive aggregates of one NIC: one Find
   for (uint32_t a = 0; a < na; ++a) {
     const uint32_t first = first_of(a);
+    if (first != kAlone && first == last_first) {
+      sol.component[a] = last_id;
+      ++sol.component_size[last_id];
+      continue;
+    }
     uint32_t alone = UINT32_MAX;
     uint32_t& id = first == kAlone ? alone : comp_of_root[uf.Find(first)];
     if (id == UINT32_MAX) {
@@ -2179,6 +2195,8 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     }
     sol.component[a] = id;
     ++sol.component_size[id];
+    last_first = first;
+    last_id = id;
   }
   const size_t ncomp = sol.component_size.size();
   std::vector<uint32_t> comp_off;
