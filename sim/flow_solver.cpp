@@ -1439,6 +1439,7 @@ class FewCovers {
     RunTasks(runner, 2, [&](size_t h) {
       half[h].entries.assign(nc, Entry{});
       half[h].unbounded.assign(nc, 0);
+      half[h].full.assign(nc, 0);
       Scan(p, h == 0 ? 0 : na / 2, h == 0 ? na / 2 : na, half[h]);
     });
     Table& t = half[0];
@@ -1486,6 +1487,10 @@ class FewCovers {
   struct Table {
     std::vector<Entry> entries;
     std::vector<uint8_t> unbounded;
+    // Per class: more than kFew links seen on both sides, so that Add
+    // changes nothing more (most classes, soon): a byte read in place of
+    // the entry's 40 (millions of terms per seed on the 32k MoE case).
+    std::vector<uint8_t> full;
   };
   static void Add(Entry& e, int s, uint32_t m) {
     if (e.n[s] > kFew) return;
@@ -1504,9 +1509,12 @@ class FewCovers {
       }
       const uint32_t src = p.private_links[CoverOf(p, 0, a)], dst = p.private_links[CoverOf(p, 1, a)];
       for (uint32_t k = tb; k < te; ++k) {
-        Entry& e = t.entries[p.terms[k]];
+        const uint32_t c = p.terms[k];
+        if (t.full[c]) continue;
+        Entry& e = t.entries[c];
         Add(e, 0, src);
         Add(e, 1, dst);
+        t.full[c] = e.n[0] > kFew && e.n[1] > kFew;
       }
     }
   }
