@@ -593,19 +593,36 @@ class IncrementalEvents {
       if (active_[i] && bottleneck_[i] == kNoLink && std::isfinite(rate_[i])) directed_ = false;
     }
     if (!directed_) p.FreeReverse();
+    // One pass over the active aggregates: their t = 0 rates out, the
+    // loads, the links' bounds and lists (directed batches), and the t = 0
+    // predictions, which order_ lists by index here, so that a stable
+    // sort by time alone gives the order (time, index). Most aggregates
+    // are never re-predicted, and one sort is far cheaper than as many
+    // heap pops.
     usage_.assign(nl, 0.0);
-    if (directed_) bound_.assign(nl, 0.0);
+    if (directed_) {
+      bound_.assign(nl, 0.0);
+      InitBottlenecks(n, nl);
+    }
+    heap_.clear();
+    compact_at_ = 4096;
+    initial_.clear();
+    ReserveWithRoom(initial_, n);
+    cursor_ = 0;
     std::vector<double> class_rate(nc, 0.0);
     for (uint32_t i = 0; i < n; ++i) {
       if (!active_[i]) continue;
       sol.rate0_bps[p.aggs[i]] = rate_[i];
       sol.bottleneck0[p.aggs[i]] = bottleneck_[i] == kNoLink ? kNoLink : p.links[bottleneck_[i]];
       order_.push_back(i);
+      version_[i] = 1;
+      initial_.push_back({PredictAt(i, 0), i, 1});
       if (!std::isfinite(rate_[i])) continue;
       const double r = rate_[i] * p.weight[i];
       for (uint32_t k = p.priv_off[i]; k < p.priv_off[i + 1]; ++k) usage_[p.priv[k]] += r * p.priv_share(k);
       for (auto [k, end] = p.term_range(i); k < end; ++k) class_rate[p.terms[k]] += r * p.term_scale(k);
       if (!directed_) continue;
+      if (bottleneck_[i] != kNoLink) bl_[bottleneck_[i]].push_back(i);
       for (uint32_t k = p.priv_off[i]; k < p.priv_off[i + 1]; ++k) {
         bound_[p.priv[k]] = std::max(bound_[p.priv[k]], rate_[i]);
       }
@@ -615,19 +632,6 @@ class IncrementalEvents {
       for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k) {
         usage_[p.class_links[k].link] += class_rate[c] * p.class_links[k].share;
       }
-    }
-    // The t = 0 predictions, sorted once: most aggregates are never
-    // re-predicted, and a sort is far cheaper than as many heap pops.
-    // order_ lists them by index here, so a stable sort by time alone
-    // gives the order (time, index).
-    heap_.clear();
-    compact_at_ = 4096;
-    initial_.clear();
-    ReserveWithRoom(initial_, order_.size());
-    cursor_ = 0;
-    for (uint32_t i : order_) {
-      version_[i] = 1;
-      initial_.push_back({PredictAt(i, 0), i, 1});
     }
     SortByFewKeys(initial_, [](const Finish& f) { return OrderKey(f.at); });
     if (!directed_) OrderByLevel(filler);
@@ -647,7 +651,6 @@ class IncrementalEvents {
     class_dsum_.assign(nc, 0.0);
     class_dn_.assign(nc, 0);
     stamp_ = 0;
-    if (directed_) InitBottlenecks(n, nl);
 
     double now = 0;
     size_t live = order_.size();
@@ -1062,6 +1065,7 @@ class IncrementalEvents {
   // Each link lists the aggregates frozen on it (bl_), entries of those
   // that finished or moved dropped when the list is next read; a list read
   // empties, as its members join R and are listed again where they freeze.
+  // Empty lists and stamps; Run lists each aggregate where it froze at t = 0.
   void InitBottlenecks(size_t n, size_t nl) {
     if (bl_.size() < nl) bl_.resize(nl);
     for (size_t l = 0; l < nl; ++l) bl_[l].clear();
@@ -1069,9 +1073,6 @@ class IncrementalEvents {
     AssignWithRoom(in_r_, n, 0u);
     link_in_p_.assign(nl, 0);
     r_stamp_ = 0;
-    for (uint32_t i : order_) {
-      if (std::isfinite(rate_[i]) && bottleneck_[i] != kNoLink) bl_[bottleneck_[i]].push_back(i);
-    }
   }
   // Adds a's links to the closure's queue.
   void QueueLinks(const LocalProblem& p, uint32_t a) {
