@@ -1065,6 +1065,7 @@ class IncrementalEvents {
   // Each link lists the aggregates frozen on it (bl_), entries of those
   // that finished or moved dropped when the list is next read; a list read
   // empties, as its members join R and are listed again where they freeze.
+
   // Empty lists and stamps; Run lists each aggregate where it froze at t = 0.
   void InitBottlenecks(size_t n, size_t nl) {
     if (bl_.size() < nl) bl_.resize(nl);
