@@ -312,14 +312,23 @@ struct LocalProblem {
   static constexpr auto kNoEntry = [](uint32_t, uint32_t) {};
   // rev lists, per target, the sources in ascending order; `on_entry(i, k)`
   // is told that entry i of rev came from entry k of the forward array.
+  // `counts`, when given, holds each target's entry count (a pass fewer).
   static void Reverse(size_t n, const std::vector<uint32_t>& off, size_t from_count, const auto& target_of,
-                      std::vector<uint32_t>& rev_off, std::vector<uint32_t>& rev, const auto& on_entry) {
+                      std::vector<uint32_t>& rev_off, std::vector<uint32_t>& rev, const auto& on_entry,
+                      const uint32_t* counts = nullptr) {
     rev_off.assign(n + 1, 0);
-    for (size_t f = 0; f < from_count; ++f) {
-      for (uint32_t k = off[f]; k < off[f + 1]; ++k) ++rev_off[target_of(k) + 1];
+    if (counts != nullptr) {
+      std::copy_n(counts, n, rev_off.begin() + 1);
+    } else {
+      for (size_t f = 0; f < from_count; ++f) {
+        for (uint32_t k = off[f]; k < off[f + 1]; ++k) ++rev_off[target_of(k) + 1];
+      }
     }
     for (size_t i = 0; i < n; ++i) rev_off[i + 1] += rev_off[i];
-    AssignWithRoom(rev, rev_off.back(), 0u);
+    // Every entry is written below: no zeroing of the part kept from the
+    // last component (18 MB per component on the 32k MoE hash case).
+    ReserveWithRoom(rev, rev_off.back());
+    rev.resize(rev_off.back());
     std::vector<uint32_t> fill(rev_off.begin(), rev_off.end() - 1);
     for (size_t f = 0; f < from_count; ++f) {
       for (uint32_t k = off[f]; k < off[f + 1]; ++k) {
@@ -330,10 +339,12 @@ struct LocalProblem {
     }
   }
 
-  void BuildReverse() {
+  // `priv_counts`, when given: per link, its entries in `priv`.
+  void BuildReverse(const std::vector<uint32_t>* priv_counts = nullptr) {
     const size_t nl = links.size(), nc = class_off.size() - 1, na = aggs.size();
     Reverse(
-        nl, priv_off, na, [&](uint32_t k) { return priv[k]; }, link_aggs_off, link_aggs, kNoEntry);
+        nl, priv_off, na, [&](uint32_t k) { return priv[k]; }, link_aggs_off, link_aggs, kNoEntry,
+        priv_counts != nullptr ? priv_counts->data() : nullptr);
     AssignWithRoom(link_class_share, class_links.size(), 0.0);
     Reverse(
         nl, class_off, nc, [&](uint32_t k) { return class_links[k].link; }, link_classes_off, link_classes,
@@ -1842,7 +1853,7 @@ struct ComponentWork {
   LocalProblem lp;
   WaterFiller filler;
   IncrementalEvents incremental;
-  std::vector<uint32_t> link_local, class_local, classes_used;
+  std::vector<uint32_t> link_local, class_local, classes_used, link_count;
   std::vector<LinkShare> class_single;  // per class: its one tight link (local id) and share
   std::vector<uint8_t> active;
   std::vector<double> rate, remaining;
@@ -1949,13 +1960,17 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
     }
     lp.class_off.push_back(static_cast<uint32_t>(lp.class_links.size()));
   }
+  // The class links' ids, and each link's entries (BuildReverse's counts).
+  std::vector<uint32_t>& link_count = w.link_count;
+  link_count.assign(lp.links.size(), 0);
   for (uint32_t& l : lp.priv) {
     if (l & kClassTag) l = class_single[l & ~kClassTag].link;
+    ++link_count[l];
   }
   for (uint32_t& c : lp.terms) c = class_local[c];
   for (uint32_t c : classes_used) class_local[c] = UINT32_MAX;
   for (uint32_t l : lp.links) link_local[l] = UINT32_MAX;
-  lp.BuildReverse();
+  lp.BuildReverse(&link_count);
 
   const size_t n = lp.aggs.size();
   if (incremental_events) return w.incremental.Run(lp, p.bits, w.filler, sol, counts, stop);
