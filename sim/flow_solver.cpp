@@ -570,10 +570,12 @@ struct EventCounts {
   size_t events = 0;    // completion batches
   size_t refilled = 0;  // aggregates re-filled, summed over batches
   size_t widened = 0;   // re-fills started again with more aggregates (DirectedBatch)
+  size_t shared = 0;    // batches that fell back to every aggregate joined by shared links
 };
 
 class IncrementalEvents {
  public:
+  void set_max_restarts(int n) { max_restarts_ = std::max(n, 0); }  // FluidOptions::refill_restarts
   // Frees p's reverse indices once they are no longer read: after the
   // t = 0 fill, unless the batches are directed.
   Status Run(LocalProblem& p, const std::vector<double>& bits, WaterFiller& filler, FluidSolution& sol,
@@ -902,7 +904,7 @@ class IncrementalEvents {
   // batch, false (rates of refill_ back as they were, usage_ untouched)
   // when R froze on a link with a fixed member above its level: those
   // members are in widen_.
-  bool Refill(const LocalProblem& p, double r_min) {
+  bool Refill(const LocalProblem& p, double r_min, bool check = true) {
     ForEachAhead(p, refill_, rate_.data(), [&](uint32_t a) {
       agg_stamp_[a] = stamp_;  // unfrozen
       TakeOff(p, a, true);
@@ -996,7 +998,7 @@ class IncrementalEvents {
       }
       level = std::max(level, now);
       if (directed_) {
-        if (FixedAbove(p, e.link, level)) {
+        if (check && FixedAbove(p, e.link, level)) {
           for (size_t k = 0; k < refill_.size(); ++k) rate_[refill_[k]] = old_rate_[k];
           return false;
         }
@@ -1123,6 +1125,21 @@ class IncrementalEvents {
     }
     return any;
   }
+  // Adds to R every active aggregate at or above r_min on a queued link
+  // (all of them, from the first: the reverse index), and their links.
+  void ShareClose(const LocalProblem& p, double r_min) {
+    for (size_t k = 0; k < queue_.size(); ++k) {
+      const uint32_t l = queue_[k];
+      for (uint32_t j = p.link_aggs_off[l]; j < p.link_aggs_off[l + 1]; ++j) {
+        const uint32_t u = p.link_aggs[j];
+        if (!active_[u] || in_r_[u] == r_stamp_ || !(rate_[u] >= r_min)) continue;
+        in_r_[u] = r_stamp_;
+        refill_.push_back(u);
+        QueueLinks(p, u);
+      }
+    }
+    queue_head_ = queue_.size();
+  }
   // A batch's re-fill: finished_ is the batch, r_min its lowest rate.
   void DirectedBatch(const LocalProblem& p, double r_min, double now, EventCounts& counts) {
     if (++r_stamp_ == 0) {
@@ -1144,6 +1161,8 @@ class IncrementalEvents {
     const size_t finished_links = links_.size();
     kept_used_.resize(finished_links);
     for (size_t k = 0; k < finished_links; ++k) kept_used_[k] = used_[links_[k]];
+    int restarts = 0;
+    bool shared = false;  // R is every aggregate joined by shared links: no check
     for (;;) {
       old_rate_.resize(refill_.size());
       for (size_t k = 0; k < refill_.size(); ++k) {
@@ -1154,7 +1173,7 @@ class IncrementalEvents {
         new_bottleneck_[i] = kNoLink;
       }
       widen_.clear();
-      if (Refill(p, r_min)) break;
+      if (Refill(p, r_min, !shared)) break;
       ++counts.widened;
       for (size_t k = 0; k < links_.size(); ++k) {
         const uint32_t l = links_[k];
@@ -1168,6 +1187,17 @@ class IncrementalEvents {
         queued_[l] = kInf;
       }
       links_.resize(finished_links);
+      if (++restarts >= max_restarts_) {
+        // Too many: every aggregate at or above r_min that a chain of
+        // links, each crossed by it or another such, joins to the batch
+        // (the rule before; exact without the check, since any other
+        // crosses no link with them and fills as it did). Linear in what
+        // the links reach, where restarts could each add one aggregate.
+        ShareClose(p, r_min);
+        shared = true;
+        ++counts.shared;
+        continue;
+      }
       for (uint32_t u : widen_) {
         if (in_r_[u] == r_stamp_) continue;
         in_r_[u] = r_stamp_;
@@ -1189,6 +1219,7 @@ class IncrementalEvents {
   }
 
   bool directed_ = false;
+  int max_restarts_ = 16;                  // FluidOptions::refill_restarts
   std::vector<std::vector<uint32_t>> bl_;  // per local link: aggregates frozen there (and stale entries)
   std::vector<uint32_t> new_bottleneck_;   // per aggregate of R: the link it froze on in the re-fill
   uint32_t r_stamp_ = 0;                   // this batch's, in in_r_ and link_in_p_
@@ -2314,6 +2345,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
       return;
     }
     ComponentWork& w = work.Take();
+    w.incremental.set_max_restarts(options.refill_restarts);
     const uint32_t comp = to_solve[i];
     status[i] = SolveComponent(p, tight, class_tight, class_only, members.data() + comp_off[comp],
                                members.data() + comp_off[comp + 1], options.incremental, w, sol, counts[i], stop);
@@ -2330,6 +2362,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     sol.events += counts[i].events;
     sol.refilled += counts[i].refilled;
     sol.refills_widened += counts[i].widened;
+    sol.refills_shared += counts[i].shared;
   }
   if (footprints) {
     take_ready();  // what no task took (the copied components, when none is solved)

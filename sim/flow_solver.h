@@ -192,8 +192,9 @@ struct FluidSolution {
   size_t components_reused = 0;
   size_t events = 0;  // completion batches, summed over components
   // Incremental solves: aggregates re-filled after completions, summed over
-  // batches, and (without classes) re-fills started again with more.
-  size_t refilled = 0, refills_widened = 0;
+  // batches, and (without classes) re-fills started again with more, and
+  // batches that fell back to the shared-link rule (FluidOptions::refill_restarts).
+  size_t refilled = 0, refills_widened = 0, refills_shared = 0;
   size_t max_component = 0;  // aggregates in the largest solved component
   double makespan_s = 0;
 
@@ -314,6 +315,12 @@ struct FluidOptions {
   // no component left to solve (while another solves the last ones).
   ComponentFootprint* footprint = nullptr;
   size_t footprint_max_entries = SIZE_MAX;
+  // Without classes, a batch whose re-fill had to start again this many
+  // times re-fills instead every aggregate at or above its lowest finished
+  // rate that a chain of shared links joins to a finished one (exact
+  // without the check): a bound on what one batch can cost. Tests set it
+  // low to take that path.
+  int refill_restarts = 16;
 };
 
 Result<FluidSolution> SolveFluid(const FluidProblem& problem, std::stop_token stop = {}, const ReuseHint& reuse = {},

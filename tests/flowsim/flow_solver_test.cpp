@@ -222,9 +222,11 @@ TEST_CASE("incremental solver without classes: a re-fill started again when a fi
 // Random problems shaped as the hash modes' (two NIC links and 0-3 fabric
 // links per aggregate, no classes), over fabrics small enough that the
 // fabric links bind: the incremental solver against the full re-fill and
-// the naive reference, and the re-fills started again seen on the way.
+// the naive reference, and the re-fills started again seen on the way;
+// and again with the first restart of a batch falling back to every
+// aggregate that shared links join (FluidOptions::refill_restarts).
 TEST_CASE("incremental solver without classes: random hash-like problems, against the full re-fill and the reference") {
-  size_t widened = 0, refilled = 0, checked = 0;
+  size_t widened = 0, refilled = 0, checked = 0, shared = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     CAPTURE(seed);
     std::mt19937_64 rng(seed);
@@ -249,19 +251,28 @@ TEST_CASE("incremental solver without classes: random hash-like problems, agains
     auto full = sim::SolveFluid(p, {}, {}, sim::FluidOptions{false});
     REQUIRE(inc.has_value());
     REQUIRE(full.has_value());
+    sim::FluidOptions at_once;
+    at_once.refill_restarts = 1;
+    auto fallback = sim::SolveFluid(p, {}, {}, at_once);
+    REQUIRE(fallback.has_value());
     auto naive = NaiveFinish(p);
     for (size_t a = 0; a < p.aggregate_count(); ++a) {
       CAPTURE(a);
       CHECK(inc->finish_s[a] == doctest::Approx(full->finish_s[a]).epsilon(1e-9));
       CHECK(inc->finish_s[a] == doctest::Approx(naive[a]).epsilon(1e-3));
+      CHECK(fallback->finish_s[a] == doctest::Approx(full->finish_s[a]).epsilon(1e-9));
       ++checked;
     }
     widened += inc->refills_widened;
     refilled += inc->refilled;
+    shared += fallback->refills_shared;
+    CHECK(fallback->refills_shared == fallback->refills_widened);  // every restart fell back at once
   }
-  MESSAGE(checked << " aggregates; " << refilled << " re-fills, " << widened << " started again");
+  MESSAGE(checked << " aggregates; " << refilled << " re-fills, " << widened << " started again; " << shared
+                  << " fallbacks with one restart allowed");
   CHECK(checked > 2000);
   CHECK(widened > 10);  // the check is exercised, not only passed
+  CHECK(shared > 10);   // and the fallback
 }
 
 // Random fabric, oversubscribed at random, with ring, all-to-all and
