@@ -588,9 +588,6 @@ class IncrementalEvents {
     AssignWithRoom(since_, n, 0.0);
     AssignWithRoom(version_, n, 0);
     order_.clear();
-    // Room for n (push_back's doubling would keep up to twice it, per thread;
-    // ReserveWithRoom takes 1/32 more, so the next component may fit in it).
-    ReserveWithRoom(order_, n);
     for (size_t i = 0; i < n; ++i) {
       remaining_[i] = bits[p.aggs[i]];
       if (remaining_[i] > 0) active_[i] = 1;
@@ -608,7 +605,7 @@ class IncrementalEvents {
     if (!directed_) p.FreeReverse();
     // One pass over the active aggregates: their t = 0 rates out, the
     // loads, the links' bounds and lists (directed batches), and the t = 0
-    // predictions, which order_ lists by index here, so that a stable
+    // predictions, which initial_ lists by index here, so that a stable
     // sort by time alone gives the order (time, index). Most aggregates
     // are never re-predicted, and one sort is far cheaper than as many
     // heap pops.
@@ -621,13 +618,16 @@ class IncrementalEvents {
     compact_at_ = 4096;
     initial_.clear();
     ReserveWithRoom(initial_, n);
+    // Room for n (push_back's doubling would keep up to twice it, per thread;
+    // ReserveWithRoom takes 1/32 more, so the next component may fit in it).
+    if (!directed_) ReserveWithRoom(order_, n);
     cursor_ = 0;
     std::vector<double> class_rate(nc, 0.0);
     for (uint32_t i = 0; i < n; ++i) {
       if (!active_[i]) continue;
       sol.rate0_bps[p.aggs[i]] = rate_[i];
       sol.bottleneck0[p.aggs[i]] = bottleneck_[i] == kNoLink ? kNoLink : p.links[bottleneck_[i]];
-      order_.push_back(i);
+      if (!directed_) order_.push_back(i);
       version_[i] = 1;
       initial_.push_back({PredictAt(i, 0), i, 1});
       if (!std::isfinite(rate_[i])) continue;
@@ -666,13 +666,13 @@ class IncrementalEvents {
     stamp_ = 0;
 
     double now = 0;
-    size_t live = order_.size();
+    size_t live = initial_.size();  // the active aggregates
     while (live > 0) {
       if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
       const double next = NextFinish();
       ++counts.events;
       if (!std::isfinite(next)) {  // nothing can progress (zero capacity): never finishes
-        for (uint32_t i : order_) {
+        for (size_t i = 0; i < n; ++i) {
           if (active_[i]) sol.finish_s[p.aggs[i]] = kInf;
         }
         break;
@@ -770,7 +770,8 @@ class IncrementalEvents {
   // SortByRate(order_, true) does (aggregates on no link, at an infinite
   // rate, last), in two passes over the aggregates without their rates,
   // where the sort took 8.5 ms per component of 893 k aggregates on the
-  // 32k MoE hash case. Sorts by rate should an active aggregate not have
+  // 32k MoE hash case (measured before those batches were directed, and
+  // needed no order). Sorts by rate should an active aggregate not have
   // been frozen.
   void OrderByLevel(const WaterFiller& filler) {
     const std::vector<uint32_t>& link_level = filler.link_level();
@@ -1277,8 +1278,8 @@ class IncrementalEvents {
   std::vector<uint8_t> active_;
   std::vector<double> rate_, remaining_, since_;
   std::vector<uint32_t> bottleneck_, version_;
-  // Active aggregates, rates ascending (by index, and never updated, when
-  // the batches are directed: they find what to re-fill otherwise).
+  // Active aggregates, rates ascending; empty when the batches are directed
+  // (they find what to re-fill otherwise).
   std::vector<uint32_t> order_;
   std::vector<Finish> initial_;  // t = 0 predictions, earliest first, consumed from cursor_
   size_t cursor_ = 0;
