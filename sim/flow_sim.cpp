@@ -82,7 +82,7 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
     // RunFrom::footprint), and the first seed keeps what the report then
     // takes from its baseline (KeepReportData).
     st->baseline_outcomes[k] = Summarize(*st, sc, runner);
-    if (k == 0 && !sc.footprint.empty()) st->KeepReportData(sc);
+    if (k == 0 && !sc.footprint.empty()) st->KeepReportData(sc, runner);
     pool.Give(std::move(sc.problem));
     sc.problem = FluidProblem{};
     if (st->hash()) {

@@ -255,7 +255,7 @@ struct FlowSimulator::State {
   void FinishPartial(const Scenario& base, const Outside& out, Scenario& sc) const;
   // The first seed's baseline, before its problem is freed: what a partial
   // first drained seed's report needs (Scenario::agg_weight, job_links).
-  void KeepReportData(Scenario& sc) const;
+  void KeepReportData(Scenario& sc, const TaskRunner& runner) const;
   // adaptive: `sc` routed and solved spray-path; moves the traffic of the
   // classes crossing a link full at t = 0 onto their less loaded shortest
   // paths and solves again (reusing `base`'s adapted components), keeping

@@ -571,6 +571,7 @@ struct EventCounts {
   size_t refilled = 0;  // aggregates re-filled, summed over batches
   size_t widened = 0;   // re-fills started again with more aggregates (DirectedBatch)
   size_t shared = 0;    // batches that fell back to every aggregate joined by shared links
+  double last_s = 0;    // the last finite finish time (the component's part of the makespan)
 };
 
 class IncrementalEvents {
@@ -682,6 +683,7 @@ class IncrementalEvents {
       const double dt = next - now;
       const double cutoff = now + dt * (1 + kBatchTolerance);
       now = next;
+      counts.last_s = now;  // (finite; the batch holds at least the earliest finish)
       finished_.clear();
       double r_min = kInf;
       while (const Finish* top_f = Top()) {
@@ -2046,6 +2048,7 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
     }
     const double cutoff = dt * (1 + kBatchTolerance);
     now += dt;
+    counts.last_s = now;
     for (size_t i = 0; i < n; ++i) {
       if (!active[i]) continue;
       if (rate[i] == kInf || remaining[i] <= rate[i] * cutoff) {
@@ -2317,6 +2320,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
       if (same) {
         for (const uint32_t* it = mb; it != me; ++it) {
           sol.finish_s[*it] = prev.finish(idx[*it]);
+          if (std::isfinite(sol.finish_s[*it])) sol.makespan_s = std::max(sol.makespan_s, sol.finish_s[*it]);
           sol.rate0_bps[*it] = prev.rate0(idx[*it]);
           sol.bottleneck0[*it] = prev.bottleneck0.empty() ? kNoLink : prev.bottleneck0[idx[*it]];
         }
@@ -2364,6 +2368,7 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     sol.refilled += counts[i].refilled;
     sol.refills_widened += counts[i].widened;
     sol.refills_shared += counts[i].shared;
+    sol.makespan_s = std::max(sol.makespan_s, counts[i].last_s);
   }
   if (footprints) {
     take_ready();  // what no task took (the copied components, when none is solved)
@@ -2402,9 +2407,6 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     }
   }
   if (!loaded) LoadsAtStart(p, sol, options.runner != nullptr ? *options.runner : TaskRunner{});
-  for (double f : sol.finish_s) {
-    if (std::isfinite(f)) sol.makespan_s = std::max(sol.makespan_s, f);
-  }
   return sol;
 }
 
