@@ -1633,25 +1633,31 @@ class ComponentSides {
     }
   }
 
-  void Add(const FluidProblem& p, std::span<const uint32_t> members, std::vector<double> (&side)[2]) {
-    const bool unit = p.private_shares.empty() && p.term_scales.empty();
-    for (const uint32_t a : members) {
-      for (int s = 0; s < 2; ++s) {
-        const uint32_t m = p.private_links[CoverOf(p, s, a)];
-        if (row_[s][m] == kNone) {
-          row_[s][m] = static_cast<uint32_t>(links_[s].size());
-          links_[s].push_back(m);
-        }
-      }
-      if (!unit) continue;
-      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
-        const uint32_t c = p.terms[k];
-        if (col_[c] == kNone) {
-          col_[c] = static_cast<uint32_t>(classes_.size());
-          classes_.push_back(c);
-        }
+  // Whether shares and scales are all 1: then Finish keeps bits, and
+  // needs each class an aggregate of the component crosses (NoteClass).
+  static bool Unit(const FluidProblem& p) { return p.private_shares.empty() && p.term_scales.empty(); }
+
+  // Per aggregate of the component, in order (by the caller's pass over
+  // its links, so that the aggregates are read once): its cover links,
+  // and with unit shares its classes; then Finish.
+  void NoteCovers(const FluidProblem& p, uint32_t a) {
+    for (int s = 0; s < 2; ++s) {
+      const uint32_t m = p.private_links[CoverOf(p, s, a)];
+      if (row_[s][m] == kNone) {
+        row_[s][m] = static_cast<uint32_t>(links_[s].size());
+        links_[s].push_back(m);
       }
     }
+  }
+  void NoteClass(uint32_t c) {
+    if (col_[c] == kNone) {
+      col_[c] = static_cast<uint32_t>(classes_.size());
+      classes_.push_back(c);
+    }
+  }
+  // Adds the noted component's part to side[s][class].
+  void Finish(const FluidProblem& p, std::span<const uint32_t> members, std::vector<double> (&side)[2]) {
+    const bool unit = Unit(p);
     const size_t words = (classes_.size() + 63) / 64;
     const size_t bytes = (links_[0].size() + links_[1].size()) * words * sizeof(uint64_t);
     if (unit && bytes <= kMaxBytes) {
@@ -1757,10 +1763,14 @@ class FootprintMaker {
   FootprintMaker(const FluidProblem& p, const std::vector<uint32_t>& class_of_link)
       : p_(p),
         class_of_link_(class_of_link),
+        link_of_class_(p.class_count()),
+        unit_(ComponentSides::Unit(p)),
         side_{std::vector<double>(p.class_count(), 0.0), std::vector<double>(p.class_count(), 0.0)},
         load_(p.capacity_bps.size(), 0.0),
         sides_(p.capacity_bps.size(), p.class_count()),
-        in_use_(p.capacity_bps.size(), 0) {}
+        in_use_(p.capacity_bps.size(), 0) {
+    for (uint32_t c = 0; c < p.class_count(); ++c) link_of_class_[c] = p.classes[c][0].link;
+  }
 
   // Appends to `out` the entries of the component whose aggregates are
   // `mine` (ascending), from their rates at t = 0. True when each entry's
@@ -1778,13 +1788,16 @@ class FootprintMaker {
         Use(p.private_links[i], kPrivate);
         if (loaded) load_[p.private_links[i]] += r * p.private_share(i);
       }
+      sides_.NoteCovers(p, a);
       for (uint32_t i = p.term_offsets[a]; i < p.term_offsets[a + 1]; ++i) {
-        const uint32_t l = p.classes[p.terms[i]][0].link;
+        const uint32_t c = p.terms[i];
+        const uint32_t l = link_of_class_[c];
         Use(l, kClass);
         if (loaded) load_[l] += r * p.term_scale(i);
+        if (unit_) sides_.NoteClass(c);
       }
     }
-    sides_.Add(p, mine, side_);
+    sides_.Finish(p, mine, side_);
     std::sort(used_.begin(), used_.end());
     bool loads = true;
     for (uint32_t l : used_) {
@@ -1812,6 +1825,8 @@ class FootprintMaker {
 
   const FluidProblem& p_;
   const std::vector<uint32_t>& class_of_link_;
+  std::vector<uint32_t> link_of_class_;  // each class's one link (FootprintClasses)
+  bool unit_;
   std::vector<double> side_[2];  // per class, per side: the component's sum
   std::vector<double> load_;     // per link
   ComponentSides sides_;
