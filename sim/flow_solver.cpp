@@ -587,6 +587,7 @@ class IncrementalEvents {
     AssignWithRoom(bottleneck_, n, kNoLink);
     AssignWithRoom(remaining_, n, 0.0);
     AssignWithRoom(since_, n, 0.0);
+    AssignWithRoom(finish_, n, 0.0);
     AssignWithRoom(version_, n, 0);
     order_.clear();
     for (size_t i = 0; i < n; ++i) {
@@ -674,7 +675,7 @@ class IncrementalEvents {
       ++counts.events;
       if (!std::isfinite(next)) {  // nothing can progress (zero capacity): never finishes
         for (size_t i = 0; i < n; ++i) {
-          if (active_[i]) sol.finish_s[p.aggs[i]] = kInf;
+          if (active_[i]) finish_[i] = kInf;
         }
         break;
       }
@@ -691,7 +692,7 @@ class IncrementalEvents {
         if (f.at > cutoff) break;
         Pop(top_f);
         active_[f.agg] = 0;
-        sol.finish_s[p.aggs[f.agg]] = now;
+        finish_[f.agg] = now;
         finished_.push_back(f.agg);
         r_min = std::min(r_min, rate_[f.agg]);
       }
@@ -732,6 +733,7 @@ class IncrementalEvents {
       SortByRate(refill_);
       order_.insert(order_.end(), refill_.begin(), refill_.end());
     }
+    for (size_t i = 0; i < n; ++i) sol.finish_s[p.aggs[i]] = finish_[i];
     return {};
   }
 
@@ -1279,6 +1281,10 @@ class IncrementalEvents {
 
   std::vector<uint8_t> active_;
   std::vector<double> rate_, remaining_, since_;
+  // Per aggregate: its finish (0 if it had nothing to send), written out
+  // at the end in index order: set in the order of finishes, straight into
+  // the solution's array of every aggregate it was a cache miss each.
+  std::vector<double> finish_;
   std::vector<uint32_t> bottleneck_, version_;
   // Active aggregates, rates ascending; empty when the batches are directed
   // (they find what to re-fill otherwise).
