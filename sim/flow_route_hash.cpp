@@ -97,59 +97,24 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
   // appended in order once every range is routed, their links then given
   // classes in the order of first use: the problem is the one a single
   // pass over the demands makes, to the bit.
-  struct PairChoice {
-    int16_t s, t;
-    const RouteTable::Class* c;
-  };
-  struct Range {
-    std::vector<int16_t> src_nics, dst_nics;
+  struct Range : HashChoiceScratch {
     std::vector<uint32_t> flat, off, order;
-    std::vector<PairChoice> pairs;
-    const RouteTable::Class* host_class = nullptr;
     std::vector<uint32_t> cut_jobs;  // jobs with a demand left without a route
     // Aggregates of a range after the first: two private links each, and
     // fabric links [term_end[k - 1], term_end[k]).
     std::vector<double> weight, bits;
     std::vector<uint32_t> private_links, links, term_end, agg_demand;
   };
-  // Demand i's route choices: its class (a host-level demand) or its usable
-  // (source NIC, destination NIC, class) pairs; false when it has no route.
-  // Sets demand_changed[i]: another NIC, or a route the drain touches (an
-  // unchanged demand hashes as in the baseline of the same seed).
-  auto choose = [&](size_t i, Range& r) {
-    const FlowDemand& d = demands[i];
-    if (d.src_nic == kAllNics) {
-      r.host_class = sc.table.Find(RouteTable::HostKey(d.src, d.dst));
-      const bool ok = r.host_class != nullptr && r.host_class->connected;
-      sc.demand_changed[i] = !ok || !r.host_class->clean;
-      return ok;
-    }
-    UsableNics(topo(), mask, d.src, d.src_nic, r.src_nics);
-    UsableNics(topo(), mask, d.dst, d.dst_nic, r.dst_nics);
-    bool changed =
-        r.src_nics.size() != 1 || r.src_nics[0] != d.src_nic || r.dst_nics.size() != 1 || r.dst_nics[0] != d.dst_nic;
-    r.pairs.clear();
-    for (int16_t s : r.src_nics) {
-      for (int16_t t : r.dst_nics) {
-        uint32_t a = NicSwitch(topo(), d.src, s), b = NicSwitch(topo(), d.dst, t);
-        const RouteTable::Class* c = a == b ? nullptr : sc.table.Find(RouteTable::SwitchKey(a, b));
-        if (a != b && (c == nullptr || !c->connected)) continue;
-        r.pairs.push_back({s, t, c});
-        changed = changed || (c != nullptr && !c->clean);
-      }
-    }
-    sc.demand_changed[i] = r.pairs.empty() || changed;
-    return !r.pairs.empty();
-  };
+  auto choose = [&](size_t i, Range& r) { return HashChoice(mask, sc.table, i, r, sc.demand_changed[i]); };
   // A partial run first decides what to route from every demand's choices.
+  // (The same for every seed: lent by the caller when it made them once.)
   if (partial != nullptr) {
-    Range r;
-    std::vector<uint8_t> routable(nd, 0);
-    for (size_t i = 0; i < nd; ++i) {
-      routable[i] = choose(i, r);
-      if (!routable[i]) sc.job_connected[demands[i].job] = 0;
-    }
-    PartialDemands(*partial, routable, sc);
+    HashChoices own;
+    if (from.choices == nullptr) ChooseAll(mask, sc.table, nullptr, own);
+    const HashChoices& ch = from.choices != nullptr ? *from.choices : own;
+    sc.demand_changed = ch.changed;
+    sc.job_connected = ch.job_connected;
+    PartialDemands(*partial, ch.routable, sc);
   }
   // One aggregate: `weight` flows of demand i on a path whose NIC links are
   // `up` and `down` and whose fabric links are `fabric`.
@@ -208,7 +173,7 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       }
       for (uint32_t k = 0; k < d.multiplicity; ++k) {
         const uint64_t fh = Hash(seed, i, k, 0);
-        const PairChoice& pc = r.pairs.size() == 1 ? r.pairs[0] : r.pairs[Mix(fh ^ 0xA5A5A5A5ull) % r.pairs.size()];
+        const HashPairChoice& pc = r.pairs.size() == 1 ? r.pairs[0] : r.pairs[Mix(fh ^ 0xA5A5A5A5ull) % r.pairs.size()];
         flat.push_back(NicLinkUp(topo(), d.src, pc.s));
         if (pc.c != nullptr) {
           const RouteTable::Class* bc = resilient ? base->table.Find(pc.c->key) : nullptr;
@@ -294,6 +259,57 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       p.bits[a] = 0;
       sc.demand_hops[sc.agg_demand[a]] = 0;
     }
+  }
+}
+
+bool FlowSimulator::State::HashChoice(const model::DrainMask& mask, const RouteTable& table, size_t i,
+                                      HashChoiceScratch& r, uint8_t& changed_out) const {
+  const FlowDemand& d = workload.demands[i];
+  if (d.src_nic == kAllNics) {
+    r.host_class = table.Find(RouteTable::HostKey(d.src, d.dst));
+    const bool ok = r.host_class != nullptr && r.host_class->connected;
+    changed_out = !ok || !r.host_class->clean;
+    return ok;
+  }
+  UsableNics(topo(), mask, d.src, d.src_nic, r.src_nics);
+  UsableNics(topo(), mask, d.dst, d.dst_nic, r.dst_nics);
+  bool changed =
+      r.src_nics.size() != 1 || r.src_nics[0] != d.src_nic || r.dst_nics.size() != 1 || r.dst_nics[0] != d.dst_nic;
+  r.pairs.clear();
+  for (int16_t s : r.src_nics) {
+    for (int16_t t : r.dst_nics) {
+      uint32_t a = NicSwitch(topo(), d.src, s), b = NicSwitch(topo(), d.dst, t);
+      const RouteTable::Class* c = a == b ? nullptr : table.Find(RouteTable::SwitchKey(a, b));
+      if (a != b && (c == nullptr || !c->connected)) continue;
+      r.pairs.push_back({s, t, c});
+      changed = changed || (c != nullptr && !c->clean);
+    }
+  }
+  changed_out = r.pairs.empty() || changed;
+  return !r.pairs.empty();
+}
+
+void FlowSimulator::State::ChooseAll(const model::DrainMask& mask, const RouteTable& table, const TaskRunner* runner,
+                                     HashChoices& out) const {
+  const auto& demands = workload.demands;
+  const size_t nd = demands.size();
+  out.routable.assign(nd, 0);
+  out.changed.assign(nd, 0);
+  out.job_connected.assign(snapshot->jobs->size(), 1);
+  // Two halves of the demands at once through a runner; each lists the
+  // jobs it finds cut off.
+  const bool two = runner != nullptr && *runner && nd >= 2;
+  std::vector<uint32_t> cut[2];
+  RunTasks(two ? *runner : TaskRunner{}, two ? 2 : 1, [&](size_t h) {
+    HashChoiceScratch r;
+    const size_t b = h == 0 ? 0 : nd / 2, e = two && h == 0 ? nd / 2 : nd;
+    for (size_t i = b; i < e; ++i) {
+      out.routable[i] = HashChoice(mask, table, i, r, out.changed[i]);
+      if (!out.routable[i]) cut[h].push_back(demands[i].job);
+    }
+  });
+  for (const auto& jobs : cut) {
+    for (uint32_t j : jobs) out.job_connected[j] = 0;
   }
 }
 

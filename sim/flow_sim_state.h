@@ -198,6 +198,33 @@ struct FlowSimulator::State {
     FreeList<SolverScratch> scratch_;
   };
 
+  // Hash modes: a demand's route choices under a mask (HashChoice).
+  struct HashPairChoice {
+    int16_t s, t;                   // source and destination NICs
+    const RouteTable::Class* c;     // their switches' class; null when both are on one switch
+  };
+  struct HashChoiceScratch {
+    std::vector<int16_t> src_nics, dst_nics;
+    std::vector<HashPairChoice> pairs;
+    const RouteTable::Class* host_class = nullptr;
+  };
+  // Demand i's choices in `table` (computed under `mask`): its class (a
+  // host-level demand, r.host_class) or its usable (source NIC,
+  // destination NIC, class) pairs (r.pairs); false when it has no route.
+  // `changed`: another NIC, or a route the drain touches (an unchanged
+  // demand hashes as in the baseline of the same seed).
+  bool HashChoice(const model::DrainMask& mask, const RouteTable& table, size_t i, HashChoiceScratch& r,
+                  uint8_t& changed) const;
+  // Every demand's HashChoice, as a partial drained run first needs them:
+  // the same for every seed under one mask and table (Simulate makes them
+  // once and lends them to the seeds' runs).
+  struct HashChoices {
+    std::vector<uint8_t> routable, changed;  // per demand
+    std::vector<uint8_t> job_connected;      // per job: no demand of it without a route
+  };
+  void ChooseAll(const model::DrainMask& mask, const RouteTable& table, const TaskRunner* runner,
+                 HashChoices& out) const;
+
   // What a run may start from: `reuse` is a scenario whose unchanged routes
   // and solved components are taken over (the baseline of the same seed,
   // or another seed's run under the same mask); `routes`, a table computed
@@ -224,6 +251,9 @@ struct FlowSimulator::State {
     // Keep the solution's footprint (a hash baseline, whose
     // drained runs may then be partial): sc.footprint, computed by the solve.
     bool footprint = false;
+    // Hash modes: ChooseAll under the run's mask and `routes` (made once
+    // for every seed of a drained call), or null.
+    const HashChoices* choices = nullptr;
   };
   // Registers every demand's routes under `mask` in `table` (or the classes
   // of `from.routes` or `from.same_keys`) and computes them, borrowing from
