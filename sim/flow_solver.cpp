@@ -1949,18 +1949,18 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
     }
     return link_local[l];
   };
+  size_t max_priv = 0;  // most terms flatten into private links
+  for (const uint32_t* it = mb; it != me; ++it) {
+    max_priv += p.private_offsets[*it + 1] - p.private_offsets[*it];
+    max_priv += p.term_offsets[*it + 1] - p.term_offsets[*it];
+  }
   {
-    size_t priv = 0, terms = 0;
-    for (const uint32_t* it = mb; it != me; ++it) {
-      priv += p.private_offsets[*it + 1] - p.private_offsets[*it];
-      terms += p.term_offsets[*it + 1] - p.term_offsets[*it];
-    }
     const size_t n = static_cast<size_t>(me - mb);
     ReserveWithRoom(lp.aggs, n);
     ReserveWithRoom(lp.weight, n);
     ReserveWithRoom(lp.priv_off, n + 1);
     ReserveWithRoom(lp.term_off, n + 1);
-    ReserveWithRoom(lp.priv, priv + terms);  // most terms flatten into private links
+    ReserveWithRoom(lp.priv, max_priv);
   }
   // One pass over the aggregates. Local link ids go in the order of first
   // use, private links first, then class links (ties between links
@@ -1973,7 +1973,49 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
   // used have their links' local ids.
   constexpr uint32_t kClassTag = uint32_t{1} << 31;
   classes_used.clear();
-  for (const uint32_t* it = mb; it != me; ++it) {
+  // Every share and scale 1 and every tight class one tight link at share
+  // 1 (the hash modes): the same arrays, written in place (no share list
+  // to keep, no capacity checks; ~a third of this pass on the 32k MoE hash
+  // case). A class with several tight links or another share sends the
+  // component back to the general pass below, from its first aggregate.
+  bool unit = p.private_shares.empty() && p.term_scales.empty();
+  if (unit) {
+    const size_t n = static_cast<size_t>(me - mb);
+    lp.aggs.assign(mb, me);
+    lp.weight.resize(n);
+    lp.priv_off.resize(n + 1);
+    lp.term_off.assign(n + 1, 0);
+    lp.priv.resize(max_priv);
+    uint32_t* out = lp.priv.data();
+    uint32_t j = 0;
+    for (size_t i = 0; i < n && unit; ++i) {
+      const uint32_t a = mb[i];
+      lp.weight[i] = p.weight[a];
+      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) out[j++] = local_link(p.private_links[k]);
+      for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
+        const uint32_t c = p.terms[k];
+        if (!class_tight[c]) continue;
+        if (class_only[c].link == kNoLink || class_only[c].share != 1.0) {
+          unit = false;
+          break;
+        }
+        if (class_local[c] == UINT32_MAX) {
+          class_local[c] = 0;
+          classes_used.push_back(c);
+        }
+        out[j++] = kClassTag | c;
+      }
+      lp.priv_off[i + 1] = j;
+    }
+    lp.priv.resize(j);
+    if (!unit) {
+      for (uint32_t l : lp.links) link_local[l] = UINT32_MAX;
+      for (uint32_t c : classes_used) class_local[c] = UINT32_MAX;
+      classes_used.clear();
+      lp.Clear();
+    }
+  }
+  for (const uint32_t* it = mb; !unit && it != me; ++it) {
     const uint32_t a = *it;
     lp.aggs.push_back(a);
     lp.weight.push_back(p.weight[a]);
