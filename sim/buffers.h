@@ -32,6 +32,14 @@ void ReserveWithRoom(std::vector<T>& v, size_t n) {
   v.reserve(n + n / 32);
 }
 
+// v.resize(n) (entries kept, new ones value-initialised), through
+// ReserveWithRoom when it must grow.
+template <class T>
+void ResizeWithRoom(std::vector<T>& v, size_t n) {
+  ReserveWithRoom(v, n);
+  v.resize(n);
+}
+
 // v.assign(n, value), through ReserveWithRoom when it must grow.
 template <class T, class U>
 void AssignWithRoom(std::vector<T>& v, size_t n, const U& value) {

@@ -107,9 +107,11 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
     hint = {&from.reuse->SpraySolution(), &previous};
   }
   SolverScratch scratch = from.pool != nullptr ? from.pool->TakeScratch() : SolverScratch{};
+  FluidSolution::Columns columns = from.pool != nullptr ? from.pool->TakeColumns() : FluidSolution::Columns{};
   // At most one entry per two aggregates or per directed link, or none.
-  const FluidOptions solve{options.incremental_solver, &scratch, from.runner, from.footprint ? &sc.footprint : nullptr,
-                           std::max(sc.problem.aggregate_count() / 2, sc.capacity_bps.size())};
+  FluidOptions solve{options.incremental_solver, &scratch, from.runner, from.footprint ? &sc.footprint : nullptr,
+                     std::max(sc.problem.aggregate_count() / 2, sc.capacity_bps.size())};
+  solve.storage = &columns;
   auto sol = SolveFluid(sc.problem, stop, hint, solve);
   if (!sol) return tl::unexpected(sol.error());
   sc.solution = std::move(*sol);

@@ -91,8 +91,12 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
       for (uint32_t d : sc.agg_demand) ++sc.demand_aggs[d + 1];
       for (size_t i = 0; i < nd; ++i) sc.demand_aggs[i + 1] += sc.demand_aggs[i];
       Free(sc.agg_demand);
-      if (k > 0) Free(sc.solution.bottleneck0);
-      sc.solution.Pack(runner);
+      // The arrays packing leaves, and bottleneck0 but the first seed's
+      // (the report's), for the next seed's solve.
+      FluidSolution::Columns spare;
+      if (k > 0) spare.bottleneck0 = std::move(sc.solution.bottleneck0);
+      sc.solution.Pack(runner, &spare);
+      pool.GiveColumns(std::move(spare));
     }
     st->baseline[k] = std::move(sc);
   };
@@ -200,6 +204,9 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
       return;
     }
     pool.Give(std::move(sc->problem));
+    FluidSolution::Columns spare;
+    sc->solution.GiveColumns(spare);
+    pool.GiveColumns(std::move(spare));
   });
   for (const Status& s : status) {
     if (!s) return tl::unexpected(s.error());

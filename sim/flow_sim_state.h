@@ -182,20 +182,27 @@ struct FlowSimulator::State {
     }
     SolverScratch TakeScratch() { return scratch_.Take(); }
     void GiveScratch(SolverScratch s) { scratch_.Give(std::move(s)); }
-    // Keeps one problem and one scratch: what a single run next needs.
+    // A summarised run's per-aggregate solution arrays, for the next
+    // run's solve to fill (FluidOptions::storage).
+    FluidSolution::Columns TakeColumns() { return columns_.Take(); }
+    void GiveColumns(FluidSolution::Columns c) { columns_.Give(std::move(c)); }
+    // Keeps one of each: what a single run next needs.
     void TrimToOne() {
       problems_.Trim(1);
       scratch_.Trim(1);
+      columns_.Trim(1);
     }
     // Frees everything kept.
     void Clear() {
       problems_.Trim(0);
       scratch_.Trim(0);
+      columns_.Trim(0);
     }
 
    private:
     FreeList<FluidProblem> problems_;
     FreeList<SolverScratch> scratch_;
+    FreeList<FluidSolution::Columns> columns_;
   };
 
   // Hash modes: a demand's route choices under a mask (HashChoice).

@@ -198,12 +198,22 @@ struct FluidSolution {
   size_t max_component = 0;  // aggregates in the largest solved component
   double makespan_s = 0;
 
+  // The per-aggregate arrays as storage for another solve
+  // (FluidOptions::storage): a seed's solve then fills the memory the one
+  // before it used instead of fresh pages.
+  struct Columns {
+    std::vector<double> finish_s, rate0_bps;
+    std::vector<uint32_t> bottleneck0, component;
+  };
+  // Moves those of the arrays that are not empty into `out` (left empty here).
+  void GiveColumns(Columns& out);
+
   // A cached baseline keeps finish_s, rate0_bps and component packed (Pack
-  // empties the vectors); finish(a), rate0(a) and component_of(a) read
-  // either form.
+  // empties the vectors: freed, or moved into `spare` when given);
+  // finish(a), rate0(a) and component_of(a) read either form.
   PackedDoubles packed_finish_s, packed_rate0_bps;
   PackedIds packed_component;
-  void Pack(const TaskRunner& runner = {});  // the columns at once through `runner`
+  void Pack(const TaskRunner& runner = {}, Columns* spare = nullptr);  // the columns at once through `runner`
   size_t bytes() const;                      // held by the arrays above (their capacities)
   double finish(size_t a) const { return finish_s.empty() ? packed_finish_s[a] : finish_s[a]; }
   double rate0(size_t a) const { return rate0_bps.empty() ? packed_rate0_bps[a] : rate0_bps[a]; }
@@ -321,6 +331,9 @@ struct FluidOptions {
   // without the check): a bound on what one batch can cost. Tests set it
   // low to take that path.
   int refill_restarts = 16;
+  // When set, the solution's per-aggregate arrays are made from these
+  // (their memory, not their contents: every entry is written), taken.
+  FluidSolution::Columns* storage = nullptr;
 };
 
 Result<FluidSolution> SolveFluid(const FluidProblem& problem, std::stop_token stop = {}, const ReuseHint& reuse = {},
