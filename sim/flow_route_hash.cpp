@@ -38,14 +38,14 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       auto cand = c.Out(node);
       if (cand.empty()) break;
       const uint64_t h = Mix(flow_hash ^ (static_cast<uint64_t>(node) * 0x9E3779B97F4A7C15ull));
-      const Hop* pick = &cand[h % cand.size()];
+      const Hop* pick = &cand[ModOf(h, cand.size())];
       if (keep) {
         auto bcand = bc->Out(node);
         if (!bcand.empty()) {
           // The baseline's choice where it still is: at the same place
           // when the hop's choices are the baseline's (most hops), else
           // found by its id (both lists are in directed-id order).
-          const size_t i = h % bcand.size();
+          const size_t i = ModOf(h, bcand.size());
           const uint32_t was = bcand[i].directed;
           const Hop* found = nullptr;
           if (i < cand.size() && cand[i].directed == was) {
@@ -55,7 +55,7 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
                                        [](const Hop& l, uint32_t d) { return l.directed < d; });
             if (it != cand.end() && it->directed == was) found = &*it;
           }
-          pick = found != nullptr ? found : &cand[Mix(h) % cand.size()];
+          pick = found != nullptr ? found : &cand[ModOf(Mix(h), cand.size())];
         }
       }
       path.push_back(pick->directed);
@@ -193,7 +193,7 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       }
       for (uint32_t k = 0; k < d.multiplicity; ++k) {
         const uint64_t fh = Hash(seed, i, k, 0);
-        const size_t j = r.pairs.size() == 1 ? 0 : Mix(fh ^ 0xA5A5A5A5ull) % r.pairs.size();
+        const size_t j = r.pairs.size() == 1 ? 0 : ModOf(Mix(fh ^ 0xA5A5A5A5ull), r.pairs.size());
         const HashPairChoice& pc = r.pairs[j];
         flat.push_back(NicLinkUp(topo(), d.src, pc.s));
         if (pc.c != nullptr) {

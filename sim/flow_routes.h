@@ -31,6 +31,10 @@ inline uint64_t Mix(uint64_t x) {  // splitmix64 finaliser: same on every platfo
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
+// h % n (n > 0), without a division when n is a power of two (a Clos
+// fabric's ECMP groups, as a rule): the walks of the hash modes take one
+// per hop, millions per seed.
+inline uint64_t ModOf(uint64_t h, uint64_t n) { return (n & (n - 1)) == 0 ? h & (n - 1) : h % n; }
 inline uint64_t Hash(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
   return Mix(Mix(Mix(seed ^ 0x5DEECE66Dull) ^ a) ^ (b * 0x100000001B3ull)) ^ Mix(c);
 }
