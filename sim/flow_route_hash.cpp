@@ -172,8 +172,9 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
     if (d.src_nic == kAllNics) {
       const RouteTable::Class* c = r.host_class;
       const RouteTable::Class* bc = resilient ? base->table.Find(c->key) : nullptr;
+      const HashOf flow_hash(seed, i, 0);
       for (uint32_t k = 0; k < d.multiplicity; ++k) {
-        walk(*c, bc, d.src, d.dst, Hash(seed, i, k, 0), flat);
+        walk(*c, bc, d.src, d.dst, flow_hash(k), flat);
         off.push_back(static_cast<uint32_t>(flat.size()));
       }
     } else {
@@ -191,8 +192,9 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
       for (size_t j = 0; resilient && j < r.pairs.size(); ++j) {
         if (r.pairs[j].c != nullptr) r.base_classes[j] = base->table.Find(r.pairs[j].c->key);
       }
+      const HashOf flow_hash(seed, i, 0);
       for (uint32_t k = 0; k < d.multiplicity; ++k) {
-        const uint64_t fh = Hash(seed, i, k, 0);
+        const uint64_t fh = flow_hash(k);
         const size_t j = r.pairs.size() == 1 ? 0 : ModOf(Mix(fh ^ 0xA5A5A5A5ull), r.pairs.size());
         const HashPairChoice& pc = r.pairs[j];
         flat.push_back(NicLinkUp(topo(), d.src, pc.s));

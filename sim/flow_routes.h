@@ -38,6 +38,15 @@ inline uint64_t ModOf(uint64_t h, uint64_t n) { return (n & (n - 1)) == 0 ? h & 
 inline uint64_t Hash(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
   return Mix(Mix(Mix(seed ^ 0x5DEECE66Dull) ^ a) ^ (b * 0x100000001B3ull)) ^ Mix(c);
 }
+// Hash(seed, a, b, c) for many b: the parts of (seed, a) and c mixed once.
+class HashOf {
+ public:
+  HashOf(uint64_t seed, uint64_t a, uint64_t c) : head_(Mix(Mix(seed ^ 0x5DEECE66Dull) ^ a)), tail_(Mix(c)) {}
+  uint64_t operator()(uint64_t b) const { return Mix(head_ ^ (b * 0x100000001B3ull)) ^ tail_; }
+
+ private:
+  uint64_t head_, tail_;
+};
 
 inline bool NicUp(const model::DrainMask& mask, const model::Adjacency& nic) {
   return !mask.link_down(nic.link) && !mask.node_down(nic.peer);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "fabric/generator.h"
@@ -47,6 +48,20 @@ RouteTable LeafPairs(const RoutingIndex& index, bool per_path, bool keep_links, 
   }
   ComputeClasses(index, mask, baseline, false, per_path, sort_by_from, t, keep_links, runner);
   return t;
+}
+
+TEST_CASE("hash walks: the per-demand hash and the power-of-two reduction give the plain formulas' numbers") {
+  // HashOf hoists the mixing of (seed, demand) out of the per-flow loop and
+  // ModOf skips the division for ECMP groups of 2^k links; both must leave
+  // every pick, and so every report, as it was.
+  std::mt19937_64 rng(2026);
+  for (int round = 0; round < 2000; ++round) {
+    const uint64_t seed = rng(), a = rng() % 1000000, c = rng() % 4;
+    const HashOf h(seed, a, c);
+    for (uint64_t b = 0; b < 20; ++b) CHECK(h(b) == Hash(seed, a, b, c));
+    const uint64_t x = rng();
+    for (uint64_t n = 1; n <= 130; ++n) CHECK(ModOf(x, n) == x % n);
+  }
 }
 
 TEST_CASE("route classes: shares-only classes list every DAG link and see the same drains") {
