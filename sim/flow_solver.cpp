@@ -657,11 +657,12 @@ class IncrementalEvents {
       for (uint32_t k = p.priv_off[i]; k < p.priv_off[i + 1]; ++k) usage_[p.priv[k]] += r * p.priv_share(k);
       for (auto [k, end] = p.term_range(i); k < end; ++k) class_rate[p.terms[k]] += r * p.term_scale(k);
       if (!directed_) continue;
-      if (bottleneck_[i] != kNoLink) bl_[bottleneck_[i]].push_back(i);
+      if (bottleneck_[i] != kNoLink) ++first_off_[bottleneck_[i] + 1];
       for (uint32_t k = p.priv_off[i]; k < p.priv_off[i + 1]; ++k) {
         bound_[p.priv[k]] = std::max(bound_[p.priv[k]], rate_[i]);
       }
     }
+    if (directed_) ListFirstBottlenecks(n, nl);
     for (size_t c = 0; c < nc; ++c) {
       if (class_rate[c] == 0) continue;
       for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k) {
@@ -1100,18 +1101,32 @@ class IncrementalEvents {
   // again (on the 32k MoE hash case, in 84-166 of 2,849-3,697 batches per
   // baseline component, 500 of 5,809 on a drained one).
   //
-  // Each link lists the aggregates frozen on it (bl_), entries of those
-  // that finished or moved dropped when the list is next read; a list read
+  // Each link lists the aggregates frozen on it, entries of those that
+  // finished or moved dropped when the list is next read; a list read
   // empties, as its members join R and are listed again where they freeze.
+  // Those of t = 0 in one array by link (first_, a counting sort: pushed
+  // one by one onto a vector per link they were ~a third of the set-up on
+  // the 32k MoE hash case), those frozen later in bl_.
 
-  // Empty lists and stamps; Run lists each aggregate where it froze at t = 0.
+  // Empty lists and stamps; Run counts each link's aggregates frozen at
+  // t = 0 in first_off_[l + 1], then ListFirstBottlenecks.
   void InitBottlenecks(size_t n, size_t nl) {
     if (bl_.size() < nl) bl_.resize(nl);
     for (size_t l = 0; l < nl; ++l) bl_[l].clear();
+    first_off_.assign(nl + 1, 0);
+    first_read_.assign(nl, 0);
     AssignWithRoom(new_bottleneck_, n, kNoLink);
     AssignWithRoom(in_r_, n, 0u);
     link_in_p_.assign(nl, 0);
     r_stamp_ = 0;
+  }
+  void ListFirstBottlenecks(size_t n, size_t nl) {
+    for (size_t l = 0; l < nl; ++l) first_off_[l + 1] += first_off_[l];
+    ResizeWithRoom(first_, first_off_[nl]);
+    fill_first_.assign(first_off_.begin(), first_off_.end() - 1);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (active_[i] && std::isfinite(rate_[i]) && bottleneck_[i] != kNoLink) first_[fill_first_[bottleneck_[i]]++] = i;
+    }
   }
   // Adds a's links to the closure's queue.
   void QueueLinks(const LocalProblem& p, uint32_t a) {
@@ -1126,12 +1141,17 @@ class IncrementalEvents {
   void Close(const LocalProblem& p) {
     while (queue_head_ < queue_.size()) {
       const uint32_t l = queue_[queue_head_++];
-      for (uint32_t a : bl_[l]) {
-        if (!active_[a] || bottleneck_[a] != l || in_r_[a] == r_stamp_) continue;
+      auto join = [&](uint32_t a) {
+        if (!active_[a] || bottleneck_[a] != l || in_r_[a] == r_stamp_) return;
         in_r_[a] = r_stamp_;
         refill_.push_back(a);
         QueueLinks(p, a);
+      };
+      if (!first_read_[l]) {
+        first_read_[l] = 1;
+        for (uint32_t k = first_off_[l]; k < first_off_[l + 1]; ++k) join(first_[k]);
       }
+      for (uint32_t a : bl_[l]) join(a);
       bl_[l].clear();
     }
   }
@@ -1245,7 +1265,9 @@ class IncrementalEvents {
 
   bool directed_ = false;
   int max_restarts_ = 16;                  // FluidOptions::refill_restarts
-  std::vector<std::vector<uint32_t>> bl_;  // per local link: aggregates frozen there (and stale entries)
+  std::vector<std::vector<uint32_t>> bl_;  // per local link: aggregates frozen there since t = 0 (and stale entries)
+  std::vector<uint32_t> first_off_, first_, fill_first_;  // per local link: aggregates frozen there at t = 0
+  std::vector<uint8_t> first_read_;                       // per local link: its t = 0 list read (so empty)
   std::vector<uint32_t> new_bottleneck_;   // per aggregate of R: the link it froze on in the re-fill
   uint32_t r_stamp_ = 0;                   // this batch's, in in_r_ and link_in_p_
   std::vector<uint32_t> in_r_, link_in_p_, queue_, widen_;
