@@ -293,27 +293,28 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
     if (k == 0) continue;
     // The range's new links get classes in the order of their first use
     // (those of a single pass, which would have made them on the way);
-    // its arrays are then appended, their links and offsets mapped in two
-    // halves at once (a pass of one thread per seed was ~15 ms, on the
-    // 32k MoE hash case, with the other idle).
+    // its arrays are then appended by two tasks at once (a pass of one
+    // thread per seed was ~15 ms, on the 32k MoE hash case, with the other
+    // idle; the first seed's, into fresh pages, ~43 ms).
     for (uint32_t l : r.first_links) LinkClass(l);
     const size_t a0 = p.weight.size(), t0 = p.terms.size(), na = r.term_end.size();
     const uint32_t priv0 = p.private_offsets.back();
-    p.weight.insert(p.weight.end(), r.weight.begin(), r.weight.end());
-    p.bits.insert(p.bits.end(), r.bits.begin(), r.bits.end());
-    p.private_links.insert(p.private_links.end(), r.private_links.begin(), r.private_links.end());
-    sc.agg_demand.insert(sc.agg_demand.end(), r.agg_demand.begin(), r.agg_demand.end());
-    p.terms.insert(p.terms.end(), r.links.begin(), r.links.end());
-    p.term_offsets.insert(p.term_offsets.end(), r.term_end.begin(), r.term_end.end());
-    p.private_offsets.resize(a0 + 1 + na);
+    // Two tasks on disjoint arrays: the per-aggregate columns and private
+    // offsets; the terms (mapped to classes) and their offsets.
     RunTasks(two ? *from.runner : TaskRunner{}, 2, [&](size_t h) {
-      const size_t b = h == 0 ? 0 : na / 2, e = h == 0 ? na / 2 : na;
-      for (size_t a = b; a < e; ++a) {
-        p.private_offsets[a0 + 1 + a] = priv0 + 2 * static_cast<uint32_t>(a + 1);
-        p.term_offsets[a0 + 1 + a] += static_cast<uint32_t>(t0);
+      if (h == 0) {
+        p.weight.insert(p.weight.end(), r.weight.begin(), r.weight.end());
+        p.bits.insert(p.bits.end(), r.bits.begin(), r.bits.end());
+        p.private_links.insert(p.private_links.end(), r.private_links.begin(), r.private_links.end());
+        sc.agg_demand.insert(sc.agg_demand.end(), r.agg_demand.begin(), r.agg_demand.end());
+        p.private_offsets.resize(a0 + 1 + na);
+        for (size_t a = 0; a < na; ++a) p.private_offsets[a0 + 1 + a] = priv0 + 2 * static_cast<uint32_t>(a + 1);
+        return;
       }
-      const size_t tb = b == 0 ? 0 : r.term_end[b - 1], te = e == 0 ? 0 : r.term_end[e - 1];
-      for (size_t t = tb; t < te; ++t) p.terms[t0 + t] = link_class[p.terms[t0 + t]];
+      p.terms.resize(t0 + r.links.size());
+      for (size_t t = 0; t < r.links.size(); ++t) p.terms[t0 + t] = link_class[r.links[t]];
+      p.term_offsets.resize(a0 + 1 + na);
+      for (size_t a = 0; a < na; ++a) p.term_offsets[a0 + 1 + a] = static_cast<uint32_t>(t0) + r.term_end[a];
     });
   }
   ranges.clear();

@@ -2279,11 +2279,18 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     sol.bottleneck0 = std::move(c.bottleneck0);
     sol.component = std::move(c.component);
   }
-  ResizeWithRoom(sol.finish_s, na);
-  ResizeWithRoom(sol.rate0_bps, na);
-  ResizeWithRoom(sol.bottleneck0, na);
+  // (Fresh ones, at a run's first seed, in two tasks: their pages fault in
+  // on both threads.)
+  RunTasks(options.runner != nullptr ? *options.runner : TaskRunner{}, 2, [&](size_t h) {
+    if (h == 0) {
+      ResizeWithRoom(sol.finish_s, na);
+      ResizeWithRoom(sol.component, na);
+    } else {
+      ResizeWithRoom(sol.rate0_bps, na);
+      ResizeWithRoom(sol.bottleneck0, na);
+    }
+  });
   sol.load0_bps.assign(nl, 0.0);
-  ResizeWithRoom(sol.component, na);
 
   // 1. Tight links: private links always; class links whose bounded load can
   //    exceed their capacity.
