@@ -115,7 +115,7 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
   auto sol = SolveFluid(sc.problem, stop, hint, solve);
   if (!sol) return tl::unexpected(sol.error());
   sc.solution = std::move(*sol);
-  if (!sc.routed.empty()) FinishPartial(*base, outside, sc);
+  if (!sc.routed.empty()) FinishPartial(*base, from.reuse_outcome, outside, sc);
   if (options.routing == FlowRouting::kAdaptive) {
     if (auto ok = Adapt(from.reuse, sc, from.runner, stop); !ok) return tl::unexpected(ok.error());
   }

@@ -166,6 +166,7 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
     State::RunFrom from;
     from.pool = &pool;
     from.reuse = &st.baseline[k];
+    from.reuse_outcome = &st.baseline_outcomes[k];
     if (st.hash()) from.routes = &drained_routes;  // same mask
     if (st.partial_runs()) from.choices = &choices;
     if (o.routing == FlowRouting::kHashResilient) from.previous_paths = &st.baseline[k];

@@ -261,6 +261,8 @@ struct FlowSimulator::State {
     // Hash modes: ChooseAll under the run's mask and `routes` (made once
     // for every seed of a drained call), or null.
     const HashChoices* choices = nullptr;
+    // The summary of `reuse` (a baseline's), or null.
+    const SeedOutcome* reuse_outcome = nullptr;
   };
   // Registers every demand's routes under `mask` in `table` (or the classes
   // of `from.routes` or `from.same_keys`) and computes them, borrowing from
@@ -289,7 +291,9 @@ struct FlowSimulator::State {
   bool AddOutside(const Scenario& base, Scenario& sc, Outside& out) const;
   // After the solve: the untouched components' loads, finishes and hops,
   // and the links only they use in the solution's tight and redundant counts.
-  void FinishPartial(const Scenario& base, const Outside& out, Scenario& sc) const;
+  // `base_outcome`: the baseline's summary, or null (every aggregate left
+  // out is then read).
+  void FinishPartial(const Scenario& base, const SeedOutcome* base_outcome, const Outside& out, Scenario& sc) const;
   // The first seed's baseline, before its problem is freed: what a partial
   // first drained seed's report needs (Scenario::agg_weight, job_links).
   void KeepReportData(Scenario& sc, const TaskRunner& runner) const;
