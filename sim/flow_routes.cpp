@@ -22,6 +22,17 @@ void UsableNics(const model::Topology& topo, const model::DrainMask& mask, uint3
   }
 }
 
+bool EveryNicUp(const model::Topology& topo, const model::DrainMask& mask) {
+  for (uint32_t n = 0; n < topo.node_count(); ++n) {
+    if (!topo.node(NodeId(n)).is_host()) continue;
+    if (mask.node_down(NodeId(n))) return false;
+    for (const model::Adjacency& nic : topo.neighbors(NodeId(n))) {
+      if (!NicUp(mask, nic)) return false;
+    }
+  }
+  return true;
+}
+
 uint32_t WalkIndex::IndexOf(uint32_t node) const {
   auto it = std::lower_bound(nodes.begin(), nodes.end(), node);
   return it == nodes.end() || *it != node ? kNone : static_cast<uint32_t>(it - nodes.begin());

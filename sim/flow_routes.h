@@ -56,6 +56,9 @@ inline bool NicUp(const model::DrainMask& mask, const model::Adjacency& nic) {
 // NIC of the host that is up (the fallback of docs/model.md).
 void UsableNics(const model::Topology& topo, const model::DrainMask& mask, uint32_t host, int16_t nic,
                 std::vector<int16_t>& out);
+// Whether `mask` leaves every host and every NIC (its link and its switch)
+// up: then UsableNics answers as with nothing drained.
+bool EveryNicUp(const model::Topology& topo, const model::DrainMask& mask);
 
 inline uint32_t NicLinkUp(const model::Topology& topo, uint32_t host, int16_t nic) {  // host -> switch
   const model::Adjacency& adj = topo.neighbors(NodeId(host))[nic];

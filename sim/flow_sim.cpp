@@ -155,6 +155,10 @@ Result<FlowReport> FlowSimulator::Simulate(const model::Drain& drain, std::stop_
     State::RunFrom from;
     from.reuse = &st.baseline[0];
     from.runner = &runner;  // not a task: the seeds' runs start after it
+    // With every NIC up, every demand registers the keys it registered in
+    // the first baseline (registered from the demands, nothing drained):
+    // those are copied, not registered again (~8.5 ms of one thread).
+    if (EveryNicUp(st.topo(), mask)) from.same_keys = &st.baseline[0].table;
     st.RouteClasses(mask, from, false, true, true, drained_routes);
     if (st.partial_runs()) st.ChooseAll(mask, drained_routes, &runner, choices);
   }

@@ -64,6 +64,29 @@ TEST_CASE("hash walks: the per-demand hash and the power-of-two reduction give t
   }
 }
 
+TEST_CASE("route classes: every NIC up under a spine drain, not under a leaf's or a NIC link's") {
+  // A drained call registers the first baseline's keys again when every
+  // NIC is up (EveryNicUp): the answer must follow what UsableNics sees.
+  auto preset = *fabric::FindPreset("demo");
+  auto spec = fabric::GenerateFabric(preset.fabric);
+  auto topo = std::make_shared<const model::Topology>(*model::BuildTopology(spec));
+  auto node = [&](const char* name) { return *topo->FindNode(name); };
+  CHECK(EveryNicUp(*topo, model::DrainMask{}));
+  model::Drain spine;
+  spine.switches = {node("p0-spine0")};
+  CHECK(EveryNicUp(*topo, model::DrainMask(*topo, spine)));
+  // A leaf carries hosts' NICs; so does a NIC link drained alone.
+  uint32_t host = 0;
+  while (!topo->node(NodeId(host)).is_host()) ++host;
+  const model::Adjacency nic = topo->neighbors(NodeId(host))[0];
+  model::Drain leaf;
+  leaf.switches = {nic.peer};
+  CHECK_FALSE(EveryNicUp(*topo, model::DrainMask(*topo, leaf)));
+  model::Drain link;
+  link.links = {nic.link};
+  CHECK_FALSE(EveryNicUp(*topo, model::DrainMask(*topo, link)));
+}
+
 TEST_CASE("route classes: shares-only classes list every DAG link and see the same drains") {
   auto preset = *fabric::FindPreset("demo");
   auto spec = fabric::GenerateFabric(preset.fabric);
