@@ -57,7 +57,7 @@ Result<std::shared_ptr<const FlowSimulator>> FlowSimulator::Create(model::Snapsh
   st->snapshot = std::move(snapshot);
   st->options = std::move(options);
   st->index = std::make_unique<RoutingIndex>(topo);
-  st->workload = BuildWorkload(topo, *st->snapshot->jobs);
+  st->workload = BuildWorkload(topo, *st->snapshot->jobs, runner);
   const size_t ndl = 2 * topo.link_count();
   st->capacity_bps.resize(ndl);
   for (size_t l = 0; l < ndl; ++l) {

@@ -238,14 +238,38 @@ class JobBuilder {
 
 }  // namespace
 
-Workload BuildWorkload(const model::Topology& topology, const model::JobSet& jobs) {
-  Workload out;
-  out.job_flows.assign(jobs.size(), 0);
-  out.job_first_demand.reserve(jobs.size() + 1);
-  for (uint32_t j = 0; j < jobs.size(); ++j) {
-    out.job_first_demand.push_back(static_cast<uint32_t>(out.demands.size()));
-    JobBuilder(topology, jobs.job(model::JobId(j)), j, out).Build();
+Workload BuildWorkload(const model::Topology& topology, const model::JobSet& jobs, const TaskRunner& runner) {
+  const auto nj = static_cast<uint32_t>(jobs.size());
+  // The second run starts at the first job past half the hosts (a job's
+  // demands are its own: built apart, they are the same).
+  size_t hosts = 0, half = 0;
+  for (uint32_t j = 0; j < nj; ++j) hosts += jobs.job(model::JobId(j)).hosts.size();
+  uint32_t cut = 0;
+  while (cut < nj && 2 * half < hosts) half += jobs.job(model::JobId(cut++)).hosts.size();
+  if (!runner) cut = nj;
+  Workload part[2];
+  RunTasks(runner, cut < nj ? 2 : 1, [&](size_t h) {
+    Workload& out = part[h];
+    out.job_flows.assign(nj, 0);
+    for (uint32_t j = h == 0 ? 0 : cut; j < (h == 0 ? cut : nj); ++j) {
+      out.job_first_demand.push_back(static_cast<uint32_t>(out.demands.size()));
+      JobBuilder(topology, jobs.job(model::JobId(j)), j, out).Build();
+    }
+  });
+  Workload out = std::move(part[0]);
+  Workload& second = part[1];
+  const auto base = static_cast<uint32_t>(out.demands.size());
+  out.demands.insert(out.demands.end(), second.demands.begin(), second.demands.end());
+  for (CollectiveSteps c : second.collectives) {
+    c.first_demand += base;
+    c.end_demand += base;
+    out.collectives.push_back(c);
   }
+  for (uint32_t first : second.job_first_demand) out.job_first_demand.push_back(base + first);
+  if (!second.job_flows.empty()) {
+    for (uint32_t j = 0; j < nj; ++j) out.job_flows[j] += second.job_flows[j];
+  }
+  out.rank_flows += second.rank_flows;
   out.job_first_demand.push_back(static_cast<uint32_t>(out.demands.size()));
   out.demands.shrink_to_fit();
   return out;

@@ -20,6 +20,7 @@
 
 #include "model/jobs.h"
 #include "model/topology.h"
+#include "sim/task_runner.h"
 
 namespace drainwise::sim {
 
@@ -64,6 +65,8 @@ struct Workload {
 // `gpus` GPUs per host: floor(gpu * nics / gpus). REQUIRES nics >= 1, gpus >= 1.
 inline int NicOfGpu(int gpu, int nics, int gpus) { return static_cast<int>((static_cast<int64_t>(gpu) * nics) / gpus); }
 
-Workload BuildWorkload(const model::Topology& topology, const model::JobSet& jobs);
+// Through `runner`, two runs of jobs at once (of about as many hosts each),
+// joined in job order: the same workload.
+Workload BuildWorkload(const model::Topology& topology, const model::JobSet& jobs, const TaskRunner& runner = {});
 
 }  // namespace drainwise::sim

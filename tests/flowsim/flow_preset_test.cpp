@@ -1,5 +1,6 @@
 // The presets the benchmarks run on (src/fabric/generator.h): what they
 // claim to contain, checked on the generated documents and the workload.
+#include <functional>
 #include <set>
 #include <string>
 
@@ -53,6 +54,32 @@ TEST_CASE("32k-moe: 4 jobs x 256 hosts over two pods, all-to-all groups across p
   auto w = sim::BuildWorkload(*topo, *snap->jobs);
   CHECK(w.rank_flows == 16ull * 64 * 63 * 64 + 4ull * 8 * 256);
   CHECK(w.rank_flows >= 4'000'000);
+  // Built in two runs of jobs (a runner), joined in job order: the same.
+  int calls = 0;
+  const sim::TaskRunner runner = [&](size_t n, const std::function<void(size_t)>& task) {
+    ++calls;
+    for (size_t i = n; i-- > 0;) task(i);  // the second run first
+  };
+  auto two = sim::BuildWorkload(*topo, *snap->jobs, runner);
+  CHECK(calls == 1);
+  REQUIRE(two.demands.size() == w.demands.size());
+  bool same = true;
+  for (size_t i = 0; i < w.demands.size(); ++i) {
+    const sim::FlowDemand &x = w.demands[i], &y = two.demands[i];
+    same = same && x.job == y.job && x.collective == y.collective && x.src == y.src && x.dst == y.dst &&
+           x.src_nic == y.src_nic && x.dst_nic == y.dst_nic && x.multiplicity == y.multiplicity && x.bytes == y.bytes;
+  }
+  CHECK(same);
+  REQUIRE(two.collectives.size() == w.collectives.size());
+  for (size_t c = 0; c < w.collectives.size(); ++c) {
+    CHECK(two.collectives[c].job == w.collectives[c].job);
+    CHECK(two.collectives[c].first_demand == w.collectives[c].first_demand);
+    CHECK(two.collectives[c].end_demand == w.collectives[c].end_demand);
+    CHECK(two.collectives[c].steps == w.collectives[c].steps);
+  }
+  CHECK(two.job_first_demand == w.job_first_demand);
+  CHECK(two.job_flows == w.job_flows);
+  CHECK(two.rank_flows == w.rank_flows);
 }
 
 TEST_CASE("32k-moe-2to1: the same jobs, leaf uplinks at half the host-facing capacity") {
