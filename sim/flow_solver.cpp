@@ -588,6 +588,7 @@ struct EventCounts {
   size_t widened = 0;   // re-fills started again with more aggregates (DirectedBatch)
   size_t shared = 0;    // batches that fell back to every aggregate joined by shared links
   double last_s = 0;    // the last finite finish time (the component's part of the makespan)
+  bool loads = false;   // the t = 0 loads of the component's links written into the solution
 };
 
 class IncrementalEvents {
@@ -595,8 +596,10 @@ class IncrementalEvents {
   void set_max_restarts(int n) { max_restarts_ = std::max(n, 0); }  // FluidOptions::refill_restarts
   // Frees p's reverse indices once they are no longer read: after the
   // t = 0 fill, unless the batches are directed.
+  // With `write_loads`, each link's t = 0 load goes into sol.load0_bps
+  // (counts.loads): the caller knows it is LoadsAtStart's sum to the bit.
   Status Run(LocalProblem& p, const std::vector<double>& bits, WaterFiller& filler, FluidSolution& sol,
-             EventCounts& counts, std::stop_token stop) {
+             EventCounts& counts, std::stop_token stop, bool write_loads = false) {
     const size_t n = p.aggs.size(), nl = p.links.size(), nc = p.class_off.size() - 1;
     AssignWithRoom(active_, n, 0);
     AssignWithRoom(rate_, n, 0.0);
@@ -671,6 +674,10 @@ class IncrementalEvents {
       for (uint32_t k = p.class_off[c]; k < p.class_off[c + 1]; ++k) {
         usage_[p.class_links[k].link] += class_rate[c] * p.class_links[k].share;
       }
+    }
+    if (write_loads) {
+      for (uint32_t l = 0; l < nl; ++l) sol.load0_bps[p.links[l]] = usage_[l];
+      counts.loads = true;
     }
     SortByFewKeys(initial_, [](const Finish& f) { return OrderKey(f.at); });
     if (!directed_) OrderByLevel(filler);
@@ -2101,11 +2108,19 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
     }
     lp.term_off.push_back(static_cast<uint32_t>(lp.terms.size()));
   }
+  // The t = 0 loads the solve sums per link (usage_) are LoadsAtStart's
+  // to the bit when every share is 1 (the pass above ran to its end), each
+  // class is one link, and no link is both a private link and a class's
+  // (LoadsAtStart adds the two parts apart): then class links get ids
+  // after the private ones.
+  const auto private_ids = static_cast<uint32_t>(lp.links.size());
+  bool own_loads = unit;
   uint32_t multi = 0;
   for (uint32_t c : classes_used) {
     if (class_only[c].link != kNoLink) {
       class_local[c] = kSingle;
       class_single[c] = {local_link(class_only[c].link), class_only[c].share};
+      own_loads = own_loads && class_single[c].link >= private_ids && p.classes[c].size() == 1;
       continue;
     }
     class_local[c] = multi++;
@@ -2127,7 +2142,9 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
   lp.BuildReverse(&link_count);
 
   const size_t n = lp.aggs.size();
-  if (incremental_events) return w.incremental.Run(lp, p.bits, w.filler, sol, counts, stop);
+  if (incremental_events) {
+    return w.incremental.Run(lp, p.bits, w.filler, sol, counts, stop, own_loads && lp.terms.empty());
+  }
   // The reference: fill everything, advance to the next batch of
   // completions, repeat.
   active.assign(n, 0);
@@ -2533,8 +2550,14 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
   //    LoadsAtStart sums it (ascending aggregates), so the same bits,
   //    without two more passes over the problem (~20 ms per seed on the 32k
   //    MoE hash case, where a link is one job's).
-  bool loaded = false;
-  if (footprints && !options.footprint->empty() &&
+  // Or from the components' solves, when each wrote its links' loads
+  //    (every loaded link is then a tight link of one of them: every class
+  //    tight, nothing copied; a drained hash seed's partial problem, ~5 ms
+  //    of its thread on the 32k MoE case).
+  bool loaded = options.incremental && sol.components_reused == 0 &&
+                std::all_of(class_tight.begin(), class_tight.end(), [](uint8_t t) { return t != 0; }) &&
+                std::all_of(counts.begin(), counts.end(), [](const EventCounts& c) { return c.loads; });
+  if (!loaded && footprints && !options.footprint->empty() &&
       std::all_of(comp_loads.begin(), comp_loads.end(), [](uint8_t ok) { return ok != 0; })) {
     std::vector<uint8_t> seen(nl, 0);
     bool shared = false;
@@ -2547,7 +2570,10 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
       loaded = true;
     }
   }
-  if (!loaded) LoadsAtStart(p, sol, options.runner != nullptr ? *options.runner : TaskRunner{});
+  if (!loaded) {
+    sol.load0_bps.assign(nl, 0.0);  // (some components may have written theirs)
+    LoadsAtStart(p, sol, options.runner != nullptr ? *options.runner : TaskRunner{});
+  }
   return sol;
 }
 

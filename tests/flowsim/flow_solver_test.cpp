@@ -251,6 +251,10 @@ TEST_CASE("incremental solver without classes: random hash-like problems, agains
     auto full = sim::SolveFluid(p, {}, {}, sim::FluidOptions{false});
     REQUIRE(inc.has_value());
     REQUIRE(full.has_value());
+    // The t = 0 loads the incremental solve's components wrote (unit
+    // shares, private links only) are the passes' of the full re-fill
+    // (LoadsAtStart), to the bit.
+    CHECK(inc->load0_bps == full->load0_bps);
     sim::FluidOptions at_once;
     at_once.refill_restarts = 1;
     auto fallback = sim::SolveFluid(p, {}, {}, at_once);
@@ -490,8 +494,10 @@ TEST_CASE("components solved on two threads give the solution of one thread, to 
   // Each solve through the runner: the solution's arrays sized in two
   // tasks, the class bounds' two sides, the union find's two halves (of
   // two aggregates or more), the components when there are several, and
-  // the loads' two passes.
-  CHECK(calls == 3 * solves + halves + 2 * multi);
+  // the loads' two passes unless the components' solves wrote the loads
+  // (unit shares, every class one tight link: a few of these problems).
+  CHECK(calls <= 3 * solves + halves + 2 * multi);
+  CHECK(calls >= 3 * solves + halves + 2 * multi - solves / 10);
 }
 
 TEST_CASE("a solve into another solve's arrays (FluidOptions::storage) writes every entry") {
