@@ -2544,16 +2544,15 @@ Result<FluidSolution> SolveFluid(const FluidProblem& p, std::stop_token stop, co
     }
   }
 
-  // 4. Loads at t = 0 on every link (tight or not). From the footprints
-  //    when they hold every component and no link is in two of them: each
-  //    link's load is then one component's, summed there in the order
-  //    LoadsAtStart sums it (ascending aggregates), so the same bits,
-  //    without two more passes over the problem (~20 ms per seed on the 32k
-  //    MoE hash case, where a link is one job's).
-  // Or from the components' solves, when each wrote its links' loads
-  //    (every loaded link is then a tight link of one of them: every class
-  //    tight, nothing copied; a drained hash seed's partial problem, ~5 ms
-  //    of its thread on the 32k MoE case).
+  // 4. Loads at t = 0 on every link (tight or not), LoadsAtStart's sums to
+  //    the bit without its two passes over the problem: those the
+  //    components' solves wrote, when each did (SolveComponent says when
+  //    its sums are LoadsAtStart's) and every loaded link is a tight link
+  //    of one of them (every class tight, nothing copied: ~4.5 ms of a
+  //    drained hash seed's thread on the 32k MoE case); else from the
+  //    footprints, when they hold every component and no link is in two
+  //    of them (each link's load is then one component's, summed there in
+  //    ascending aggregates: ~20 ms per seed there); else the passes.
   bool loaded = options.incremental && sol.components_reused == 0 &&
                 std::all_of(class_tight.begin(), class_tight.end(), [](uint8_t t) { return t != 0; }) &&
                 std::all_of(counts.begin(), counts.end(), [](const EventCounts& c) { return c.loads; });
