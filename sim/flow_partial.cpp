@@ -196,24 +196,16 @@ void FlowSimulator::State::KeepReportData(Scenario& sc, const TaskRunner& runner
   const FluidProblem& p = sc.problem;
   const FluidSolution& sol = sc.solution;
   const auto& demands = workload.demands;
-  const size_t ncomp = sol.component_size.size(), na = p.aggregate_count();
   // Each component's aggregates in ascending order, so by demand and by job.
   std::vector<uint32_t> off, members;
   sol.MembersByComponent(off, members);
   // A component's (job, link) pairs depend on it alone: the components in
-  // kParts runs of about equal aggregate counts, each with its own list,
+  // kParts runs (FluidSolution::ComponentRuns), each with its own list,
   // joined in order (the list one pass makes), and the weights packed
   // beside them (on the 32k MoE hash case, 45 ms of one thread after the
   // first seed's solve).
   constexpr size_t kParts = 4;
-  size_t part_begin[kParts + 1];
-  part_begin[0] = 0;
-  for (size_t k = 1; k < kParts; ++k) {
-    size_t c = part_begin[k - 1];
-    while (c < ncomp && kParts * off[c] < k * na) ++c;
-    part_begin[k] = c;
-  }
-  part_begin[kParts] = ncomp;
+  const std::vector<size_t> part_begin = FluidSolution::ComponentRuns(off, kParts);
   std::vector<std::pair<uint32_t, uint32_t>> part_links[kParts];
   std::vector<uint32_t> part_off[kParts];  // per component of the part: where its pairs end
   RunTasks(runner, kParts + 1, [&](size_t t) {

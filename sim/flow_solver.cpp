@@ -139,6 +139,18 @@ void FluidSolution::MembersByComponent(std::vector<uint32_t>& off, std::vector<u
   for (uint32_t a = 0; a < na; ++a) members[fill[component_of(a)]++] = a;
 }
 
+std::vector<size_t> FluidSolution::ComponentRuns(const std::vector<uint32_t>& off, size_t runs) {
+  const size_t ncomp = off.size() - 1, na = off.back();
+  std::vector<size_t> begin(runs + 1, 0);
+  for (size_t k = 1; k < runs; ++k) {
+    size_t c = std::min(begin[k - 1] + 1, ncomp);
+    while (c + (runs - k) < ncomp && runs * off[c] < k * na) ++c;
+    begin[k] = c;
+  }
+  begin[runs] = ncomp;
+  return begin;
+}
+
 void FluidSolution::Pack(const TaskRunner& runner, Columns* spare) {
   RunTasks(runner, 3, [&](size_t column) {
     if (column == 0) packed_finish_s = PackedDoubles(finish_s);
@@ -1442,7 +1454,7 @@ class CoverSums {
   // share or scale is not 1. Aggregates without private links have no
   // cover and are left out (as in GroupByCover).
   bool Add(const FluidProblem& p, int s, std::vector<double>& side) {
-    if (!p.private_shares.empty() || !p.term_scales.empty()) return false;
+    if (!p.unit_shares()) return false;
     const size_t nc = p.class_count(), nl = p.capacity_bps.size(), words = (nc + 63) / 64;
     GroupByCover(p, s, off_, by_cover_);
     bits_.assign(kBlockRows * words, 0);
@@ -1549,7 +1561,7 @@ class FewCovers {
   // not 1. Two halves of the aggregates through `runner`.
   bool Bounds(const FluidProblem& p, const TaskRunner& runner, std::vector<double>& bound,
               std::vector<uint8_t>& exact) {
-    if (!p.private_shares.empty() || !p.term_scales.empty()) return false;
+    if (!p.unit_shares()) return false;
     const size_t na = p.aggregate_count(), nc = p.class_count();
     Table half[2];
     RunTasks(runner, 2, [&](size_t h) {
@@ -1702,13 +1714,10 @@ class ComponentSides {
     }
   }
 
-  // Whether shares and scales are all 1: then Finish keeps bits, and
-  // needs each class an aggregate of the component crosses (NoteClass).
-  static bool Unit(const FluidProblem& p) { return p.private_shares.empty() && p.term_scales.empty(); }
-
   // Per aggregate of the component, in order (by the caller's pass over
   // its links, so that the aggregates are read once): its cover links,
-  // and with unit shares its classes; then Finish.
+  // and with unit shares its classes (Finish then keeps bits, one per
+  // cover link and class); then Finish.
   void NoteCovers(const FluidProblem& p, uint32_t a) {
     for (int s = 0; s < 2; ++s) {
       const uint32_t m = p.private_links[CoverOf(p, s, a)];
@@ -1726,7 +1735,7 @@ class ComponentSides {
   }
   // Adds the noted component's part to side[s][class].
   void Finish(const FluidProblem& p, std::span<const uint32_t> members, std::vector<double> (&side)[2]) {
-    const bool unit = Unit(p);
+    const bool unit = p.unit_shares();
     const size_t words = (classes_.size() + 63) / 64;
     const size_t bytes = (links_[0].size() + links_[1].size()) * words * sizeof(uint64_t);
     if (unit && bytes <= kMaxBytes) {
@@ -1833,7 +1842,7 @@ class FootprintMaker {
       : p_(p),
         class_of_link_(class_of_link),
         link_of_class_(p.class_count()),
-        unit_(ComponentSides::Unit(p)),
+        unit_(p.unit_shares()),
         side_{std::vector<double>(p.class_count(), 0.0), std::vector<double>(p.class_count(), 0.0)},
         load_(p.capacity_bps.size(), 0.0),
         sides_(p.capacity_bps.size(), p.class_count()),
@@ -1907,29 +1916,19 @@ class FootprintMaker {
 
 ComponentFootprint FootprintOf(const FluidProblem& p, const FluidSolution& sol, size_t max_entries,
                                const TaskRunner& runner) {
-  const size_t na = p.aggregate_count();
-  const size_t ncomp = sol.component_size.size();
   std::vector<uint32_t> class_of_link;
   if (!FootprintClasses(p, class_of_link)) return {};
   std::vector<uint32_t> comp_off, members;
   sol.MembersByComponent(comp_off, members);
-  // The components in four runs of about equal aggregate counts (run k
-  // from the first component that starts at or past k quarters of the
-  // aggregates, and no run empty while there are components for it), each
-  // with its own scratch and entries, joined in order: a component's
-  // entries do not depend on which run computes them. Four, not one per
-  // thread: the runner hands the next run to whichever thread is free, and
-  // components of one size take unequal times (on the 32k MoE hash case
-  // the two halves of a seed took 0.035-0.083 s and 0.082-0.095 s).
+  // The components in four runs of about equal aggregate counts
+  // (ComponentRuns), each with its own scratch and entries, joined in
+  // order: a component's entries do not depend on which run computes them.
+  // Four, not one per thread: the runner hands the next run to whichever
+  // thread is free, and components of one size take unequal times (on the
+  // 32k MoE hash case the two halves of a seed took 0.035-0.083 s and
+  // 0.082-0.095 s).
   constexpr size_t kParts = 4;
-  size_t part_begin[kParts + 1];
-  part_begin[0] = 0;
-  for (size_t k = 1; k < kParts; ++k) {
-    size_t c = std::min(part_begin[k - 1] + 1, ncomp);
-    while (c + (kParts - k) < ncomp && kParts * comp_off[c] < k * na) ++c;
-    part_begin[k] = c;
-  }
-  part_begin[kParts] = ncomp;
+  const std::vector<size_t> part_begin = FluidSolution::ComponentRuns(comp_off, kParts);
   ComponentFootprint part[kParts];
   bool too_many[kParts] = {};
   RunTasks(runner, kParts, [&](size_t t) {
@@ -2042,7 +2041,7 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
   // index on the 32k MoE hash case). A class with several tight links or
   // another share sends the component back to the general pass below,
   // from its first aggregate.
-  bool unit = p.private_shares.empty() && p.term_scales.empty();
+  bool unit = p.unit_shares();
   if (unit) {
     const size_t n = static_cast<size_t>(me - mb);
     lp.aggs.assign(mb, me);

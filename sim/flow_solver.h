@@ -93,6 +93,8 @@ struct FluidProblem {
   std::vector<double> term_scales;  // per term, or empty: all 1
   double private_share(size_t k) const { return private_shares.empty() ? 1.0 : private_shares[k]; }
   double term_scale(size_t k) const { return term_scales.empty() ? 1.0 : term_scales[k]; }
+  // Every private share and term scale 1 (always in the hash modes).
+  bool unit_shares() const { return private_shares.empty() && term_scales.empty(); }
   void AddPrivate(uint32_t link, double share) {
     AppendValue(private_shares, private_links.size(), share);
     private_links.push_back(link);
@@ -221,6 +223,12 @@ struct FluidSolution {
   // Each component's aggregates, ascending (a counting sort by component):
   // component c's are members[off[c] .. off[c + 1]).
   void MembersByComponent(std::vector<uint32_t>& off, std::vector<uint32_t>& members) const;
+  // With `off` from MembersByComponent: the components in `runs` runs of
+  // about equal aggregate counts, run k from begin[k] to begin[k + 1] (run k
+  // from the first component that starts at or past k / runs of the
+  // aggregates, and no run empty while there are components for it), for
+  // work per component done in runs at once and joined in order.
+  static std::vector<size_t> ComponentRuns(const std::vector<uint32_t>& off, size_t runs);
   size_t aggregate_count() const { return component.empty() ? packed_component.size() : component.size(); }
 };
 
