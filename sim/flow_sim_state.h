@@ -207,8 +207,8 @@ struct FlowSimulator::State {
 
   // Hash modes: a demand's route choices under a mask (HashChoice).
   struct HashPairChoice {
-    int16_t s, t;                   // source and destination NICs
-    const RouteTable::Class* c;     // their switches' class; null when both are on one switch
+    int16_t s, t;                // source and destination NICs
+    const RouteTable::Class* c;  // their switches' class; null when both are on one switch
   };
   struct HashChoiceScratch {
     std::vector<int16_t> src_nics, dst_nics;

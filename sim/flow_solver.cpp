@@ -1299,10 +1299,10 @@ class IncrementalEvents {
   std::vector<std::vector<uint32_t>> bl_;  // per local link: aggregates frozen there since t = 0 (and stale entries)
   std::vector<uint32_t> first_off_, first_, fill_first_;  // per local link: aggregates frozen there at t = 0
   std::vector<uint8_t> first_read_;                       // per local link: its t = 0 list read (so empty)
-  uint32_t* link_members_ = nullptr;        // p.link_aggs, written by the compaction
-  std::vector<uint32_t> link_members_end_;  // per local link: where its members still listed end
-  std::vector<uint32_t> new_bottleneck_;   // per aggregate of R: the link it froze on in the re-fill
-  uint32_t r_stamp_ = 0;                   // this batch's, in in_r_ and link_in_p_
+  uint32_t* link_members_ = nullptr;                      // p.link_aggs, written by the compaction
+  std::vector<uint32_t> link_members_end_;                // per local link: where its members still listed end
+  std::vector<uint32_t> new_bottleneck_;                  // per aggregate of R: the link it froze on in the re-fill
+  uint32_t r_stamp_ = 0;                                  // this batch's, in in_r_ and link_in_p_
   std::vector<uint32_t> in_r_, link_in_p_, queue_, widen_;
   size_t queue_head_ = 0;
   std::vector<double> bound_;                          // per local link: at least the rate of every member
@@ -2054,7 +2054,8 @@ Status SolveComponent(const FluidProblem& p, const std::vector<uint8_t>& tight, 
     for (size_t i = 0; i < n && unit; ++i) {
       const uint32_t a = mb[i];
       lp.weight[i] = p.weight[a];
-      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k) out[j++] = local_link(p.private_links[k]);
+      for (uint32_t k = p.private_offsets[a]; k < p.private_offsets[a + 1]; ++k)
+        out[j++] = local_link(p.private_links[k]);
       for (uint32_t k = p.term_offsets[a]; k < p.term_offsets[a + 1]; ++k) {
         const uint32_t c = p.terms[k];
         if (!class_tight[c]) continue;

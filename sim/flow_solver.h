@@ -216,7 +216,7 @@ struct FluidSolution {
   PackedDoubles packed_finish_s, packed_rate0_bps;
   PackedIds packed_component;
   void Pack(const TaskRunner& runner = {}, Columns* spare = nullptr);  // the columns at once through `runner`
-  size_t bytes() const;                      // held by the arrays above (their capacities)
+  size_t bytes() const;                                                // held by the arrays above (their capacities)
   double finish(size_t a) const { return finish_s.empty() ? packed_finish_s[a] : finish_s[a]; }
   double rate0(size_t a) const { return rate0_bps.empty() ? packed_rate0_bps[a] : rate0_bps[a]; }
   uint32_t component_of(size_t a) const { return component.empty() ? packed_component[a] : component[a]; }
