@@ -83,6 +83,17 @@ void Report(benchmark::State& state, const sim::FlowReport& rep, double wall_s) 
   state.counters["sim_per_wall"] = wall_s > 0 ? rep.model.simulated_s / wall_s : 0;
 }
 
+// The process's CPU time so far (every thread's), user and system.
+struct CpuTimes {
+  double user = 0, sys = 0;
+};
+CpuTimes ProcessCpu() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return {s(u.ru_utime), s(u.ru_stime)};
+}
+
 // With `warm`, one untimed run first: the timed ones then reuse the memory
 // the allocator kept, as a daemon's later assessments do (a cold run in a
 // fresh process also pays the first touch of every page).
@@ -102,8 +113,10 @@ void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const st
   // Simulate's from the size Create left.
   std::optional<double> create_peak, simulate_peak;
   double create_s = 0;  // of the last iteration: Create's wall time (the rest of `wall` is Simulate's)
+  CpuTimes cpu;         // of the last iteration: every thread's CPU time
   for (auto _ : state) {
     const bool phases = bench::ResetPeakRss();
+    const CpuTimes cpu0 = ProcessCpu();
     auto t0 = std::chrono::steady_clock::now();
     auto sim = sim::FlowSimulator::Create(snap, o, {}, runner);
     if (!sim) {
@@ -120,6 +133,8 @@ void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const st
     }
     if (simulate_phase) simulate_peak = bench::PeakRssMB();
     wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const CpuTimes cpu1 = ProcessCpu();
+    cpu = {cpu1.user - cpu0.user, cpu1.sys - cpu0.sys};
     last = std::move(*rep);
     kept = (*sim)->baseline_memory();
     benchmark::DoNotOptimize(last);
@@ -129,6 +144,10 @@ void RunFullOn(benchmark::State& state, const model::SnapshotPtr& snap, const st
   state.counters["baseline_MB"] = static_cast<double>(kept.bytes) / 1e6;
   state.counters["create_s"] = create_s;
   state.counters["simulate_s"] = wall - create_s;
+  // Every thread's CPU time over the timed call: (user + sys) / wall says how
+  // busy the threads were.
+  state.counters["user_s"] = cpu.user;
+  state.counters["sys_s"] = cpu.sys;
   if (create_peak) state.counters["create_peak_MB"] = *create_peak;
   if (simulate_peak) state.counters["simulate_peak_MB"] = *simulate_peak;
   if (kept.aggregates > 0) {
@@ -157,12 +176,6 @@ void RunMoe(benchmark::State& state, sim::FlowRouting routing, int seeds, int th
   RunFullOn(state, snap, "spine", o, threads, warm);
 }
 
-double SystemCpuS() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_stime.tv_usec);
-}
-
 // Times Simulate alone on `sim`, a simulator whose baseline is cached,
 // `pause_s` idle (untimed) before each call, as between a daemon's
 // assessments. Counter sys_s: the process's system CPU time in the last
@@ -177,7 +190,7 @@ void TimeDrained(benchmark::State& state, const sim::FlowSimulator& sim, const m
       std::this_thread::sleep_for(std::chrono::seconds(pause_s));
       state.ResumeTiming();
     }
-    const double sys0 = SystemCpuS();
+    const double sys0 = ProcessCpu().sys;
     auto t0 = std::chrono::steady_clock::now();
     auto rep = sim.Simulate(d, {}, runner);
     if (!rep) {
@@ -185,7 +198,7 @@ void TimeDrained(benchmark::State& state, const sim::FlowSimulator& sim, const m
       return;
     }
     wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    sys = SystemCpuS() - sys0;
+    sys = ProcessCpu().sys - sys0;
     last = std::move(*rep);
     benchmark::DoNotOptimize(last);
   }
