@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "model/units.h"
+#include "sim/buffers.h"
 #include "sim/flow_sim_state.h"
 
 namespace drainwise::sim {
@@ -40,18 +41,19 @@ std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowO
 // Per aggregate of `sc`: its index in `base` when it is identical there
 // (same demand, weight, size and route), else kNoLink. Decided per demand
 // from the routes, so `base` needs no FluidProblem.
-std::vector<uint32_t> FlowSimulator::State::ReuseMap(const Scenario& base, const Scenario& sc) const {
-  const size_t nd = workload.demands.size();
-  std::vector<uint32_t> out(sc.agg_demand.size(), kNoLink);
+void FlowSimulator::State::ReuseMap(const Scenario& base, const Scenario& sc, const TaskRunner* runner,
+                                    std::vector<uint32_t>& out) const {
+  const size_t nd = workload.demands.size(), na = sc.agg_demand.size();
+  ResizeWithRoom(out, na);  // every entry is written below
   auto same_job_state = [&](size_t i) {
     uint32_t j = workload.demands[i].job;
     return sc.job_connected[j] == base.job_connected[j];
   };
   if (!hash()) {  // aggregate i = demand i in both
     for (size_t i = 0; i < nd; ++i) {
-      if (!sc.demand_changed[i] && same_job_state(i)) out[i] = static_cast<uint32_t>(i);
+      out[i] = !sc.demand_changed[i] && same_job_state(i) ? static_cast<uint32_t>(i) : kNoLink;
     }
-    return out;
+    return;
   }
   // Hash modes: a demand whose routes are unchanged hashes as it did under
   // the same seed; under another seed only when nothing is hashed.
@@ -59,20 +61,29 @@ std::vector<uint32_t> FlowSimulator::State::ReuseMap(const Scenario& base, const
     if (sc.demand_changed[i]) return false;
     return sc.seed == base.seed || (sc.demand_seed_free[i] && base.demand_seed_free[i]);
   };
-  // Aggregates are emitted in demand order in both scenarios.
+  // Aggregates are emitted in demand order in both scenarios: a range of
+  // demands starts where the first aggregate of its first demand is. Two
+  // ranges at once through a runner (one thread's pass was ~10 ms per
+  // seed on the 32k MoE hash case, the other thread idle).
   const bool ranges = !base.demand_aggs.empty();
-  size_t a = 0, b = 0;
-  for (size_t i = 0; i < nd; ++i) {
-    size_t a1 = a, b1 = ranges ? base.demand_aggs[i + 1] : b;
-    while (a1 < sc.agg_demand.size() && sc.agg_demand[a1] == i) ++a1;
-    while (!ranges && b1 < base.agg_demand.size() && base.agg_demand[b1] == i) ++b1;
-    if (a1 - a == b1 - b && same_job_state(i) && same_flows(i)) {
-      for (size_t k = 0; k < a1 - a; ++k) out[a + k] = static_cast<uint32_t>(b + k);
+  auto first_of = [](const std::vector<uint32_t>& agg_demand, size_t i) {
+    return static_cast<size_t>(std::lower_bound(agg_demand.begin(), agg_demand.end(), i) - agg_demand.begin());
+  };
+  const bool two = runner != nullptr && *runner && nd >= 2;
+  RunTasks(two ? *runner : TaskRunner{}, two ? 2 : 1, [&](size_t h) {
+    const size_t d0 = h == 0 ? 0 : nd / 2, d1 = two && h == 0 ? nd / 2 : nd;
+    size_t a = first_of(sc.agg_demand, d0);
+    size_t b = ranges ? base.demand_aggs[d0] : first_of(base.agg_demand, d0);
+    for (size_t i = d0; i < d1; ++i) {
+      size_t a1 = a, b1 = ranges ? base.demand_aggs[i + 1] : b;
+      while (a1 < na && sc.agg_demand[a1] == i) ++a1;
+      while (!ranges && b1 < base.agg_demand.size() && base.agg_demand[b1] == i) ++b1;
+      const bool same = a1 - a == b1 - b && same_job_state(i) && same_flows(i);
+      for (size_t k = 0; k < a1 - a; ++k) out[a + k] = same ? static_cast<uint32_t>(b + k) : kNoLink;
+      a = a1;
+      b = b1;
     }
-    a = a1;
-    b = b1;
-  }
-  return out;
+  });
 }
 
 Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const RunFrom& from, uint64_t seed,
@@ -100,9 +111,9 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
   }
   if (stop.stop_requested()) return MakeError(ErrorCode::kCancelled, "flow simulation cancelled");
   ReuseHint hint;
-  std::vector<uint32_t> previous;
+  std::vector<uint32_t> previous = from.pool != nullptr ? from.pool->TakeIndex() : std::vector<uint32_t>{};
   if (from.reuse != nullptr && options.overload_penalty == 0) {
-    previous = ReuseMap(*from.reuse, sc);
+    ReuseMap(*from.reuse, sc, from.runner, previous);
     // adaptive: this first solve is spray-path's, as the reused one.
     hint = {&from.reuse->SpraySolution(), &previous};
   }
@@ -137,7 +148,10 @@ Result<Scenario> FlowSimulator::State::Run(const model::DrainMask& mask, const R
       sc.solution = std::move(*again);
     }
   }
-  if (from.pool != nullptr) from.pool->GiveScratch(std::move(scratch));
+  if (from.pool != nullptr) {
+    from.pool->GiveScratch(std::move(scratch));
+    from.pool->GiveIndex(std::move(previous));
+  }
   return sc;
 }
 

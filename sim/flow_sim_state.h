@@ -142,6 +142,21 @@ struct FlowSimulator::State {
     }
   }
 
+  // Aggregates a hash run routes apart from its problem (RouteHash: a
+  // range of demands after the first), until they join it: two private
+  // links each, and fabric links [term_end[k - 1], term_end[k]).
+  struct HashRangeArrays {
+    std::vector<double> weight, bits;
+    std::vector<uint32_t> private_links, links, term_end, agg_demand;
+    void Clear() {
+      weight.clear();
+      bits.clear();
+      private_links.clear();
+      links.clear();
+      term_end.clear();
+      agg_demand.clear();
+    }
+  };
   // A free list shared by the seeds of one call, guarded by a mutex.
   template <class T>
   class FreeList {
@@ -180,6 +195,15 @@ struct FlowSimulator::State {
       p.Clear();
       problems_.Give(std::move(p));
     }
+    // A two-range hash run's second range's aggregates (RouteHash).
+    HashRangeArrays TakeRange() { return ranges_.Take(); }
+    void GiveRange(HashRangeArrays r) {
+      r.Clear();
+      ranges_.Give(std::move(r));
+    }
+    // ReuseMap's output, for the next run's.
+    std::vector<uint32_t> TakeIndex() { return indices_.Take(); }
+    void GiveIndex(std::vector<uint32_t> v) { indices_.Give(std::move(v)); }
     SolverScratch TakeScratch() { return scratch_.Take(); }
     void GiveScratch(SolverScratch s) { scratch_.Give(std::move(s)); }
     // A summarised run's per-aggregate solution arrays, for the next
@@ -189,18 +213,24 @@ struct FlowSimulator::State {
     // Keeps one of each: what a single run next needs.
     void TrimToOne() {
       problems_.Trim(1);
+      ranges_.Trim(1);
+      indices_.Trim(1);
       scratch_.Trim(1);
       columns_.Trim(1);
     }
     // Frees everything kept.
     void Clear() {
       problems_.Trim(0);
+      ranges_.Trim(0);
+      indices_.Trim(0);
       scratch_.Trim(0);
       columns_.Trim(0);
     }
 
    private:
     FreeList<FluidProblem> problems_;
+    FreeList<HashRangeArrays> ranges_;
+    FreeList<std::vector<uint32_t>> indices_;
     FreeList<SolverScratch> scratch_;
     FreeList<FluidSolution::Columns> columns_;
   };
@@ -303,7 +333,9 @@ struct FlowSimulator::State {
   // the spray-path solution when that carries more at t = 0.
   Status Adapt(const Scenario* base, Scenario& sc, const TaskRunner* runner, std::stop_token stop) const;
   Result<Scenario> Run(const model::DrainMask& mask, const RunFrom& from, uint64_t seed, std::stop_token stop) const;
-  std::vector<uint32_t> ReuseMap(const Scenario& base, const Scenario& sc) const;
+  // Into `out` (its memory reused); the two halves of the demands at once
+  // through `runner` when given.
+  void ReuseMap(const Scenario& base, const Scenario& sc, const TaskRunner* runner, std::vector<uint32_t>& out) const;
 };
 
 std::vector<JobTimes> TimesOf(const Workload& w, const Scenario& sc, const FlowOptions& o, size_t jobs,
