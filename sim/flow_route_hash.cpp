@@ -224,9 +224,12 @@ void FlowSimulator::State::RouteHash(const model::DrainMask& mask, const RunFrom
     if (packed) {
       r.packed.resize(nflows);
       for (uint32_t k = 0; k < nflows; ++k) {
-        uint64_t word[2] = {0, 0};
-        for (uint32_t m = 1; m + 1 < len; ++m) word[(m - 1) / 2] |= uint64_t{flat[off[k] + m]} << (m % 2 == 1 ? 32 : 0);
-        r.packed[k] = {word[0], word[1], k};
+        // (In registers: built in an array on the stack, each key's two
+        // words were stored by halves and read back whole, a stalled load
+        // per flow.)
+        const uint32_t* f = flat.data() + off[k];
+        auto middle = [&](uint32_t m) { return m + 1 < len ? uint64_t{f[m]} : 0; };
+        r.packed[k] = {middle(1) << 32 | middle(2), middle(3) << 32 | middle(4), k};
       }
       std::sort(r.packed.begin(), r.packed.end(), [](const Range::Packed& x, const Range::Packed& y) {
         return x.hi != y.hi ? x.hi < y.hi : x.lo < y.lo;
