@@ -691,7 +691,7 @@ class IncrementalEvents {
       for (uint32_t l = 0; l < nl; ++l) sol.load0_bps[p.links[l]] = usage_[l];
       counts.loads = true;
     }
-    SortByFewKeys(initial_, [](const Finish& f) { return OrderKey(f.at); }, &initial_sort_);
+    SortByFewKeys(initial_, [](const Finish& f) { return OrderKey(f.at); });
     if (!directed_) OrderByLevel(filler);
     Free(keyed_);  // the later sorts are of a batch's re-filled aggregates: a few
 
@@ -1365,7 +1365,6 @@ class IncrementalEvents {
   // (they find what to re-fill otherwise).
   std::vector<uint32_t> order_;
   std::vector<Finish> initial_;  // t = 0 predictions, earliest first, consumed from cursor_
-  SortScratch<Finish> initial_sort_;  // its sort's arrays, kept for the next component's
   size_t cursor_ = 0;
   std::vector<Finish> heap_;   // re-predictions (std heap)
   size_t compact_at_ = 4096;   // heap_ size at which stale entries are dropped

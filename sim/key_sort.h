@@ -21,17 +21,6 @@ inline uint64_t OrderKey(double d) {
   return (u >> 63) != 0 ? ~u : u | (uint64_t{1} << 63);
 }
 
-// The arrays a sort works in, for a caller that sorts again and again to
-// keep (a solve sorts per component: fresh arrays, given back to the
-// kernel when large, had their pages faulted in anew each time; on the 32k
-// MoE hash case ~a fifth of the run's page faults). After a sort, `spare`
-// holds the buffer v had.
-template <class T>
-struct SortScratch {
-  std::vector<T> spare;
-  std::vector<uint32_t> ids;
-};
-
 // Sorts v stably by key(x) (uint64_t): least significant 11 bits first, a
 // pass per digit on which the keys differ. For the t = 0 sorts of a large
 // component (893 k entries on the 32k MoE hash case, a few thousand
@@ -44,7 +33,7 @@ struct SortScratch {
 // apiece: they were ~56 % of its `Ring32k_Full_Spine` time (99 ms against
 // 45 ms before the radix sort).
 template <class T, class Key>
-void RadixSort(std::vector<T>& v, const Key& key, SortScratch<T>* scratch = nullptr) {
+void RadixSort(std::vector<T>& v, const Key& key) {
   constexpr int kBits = 11, kPasses = (64 + kBits - 1) / kBits;
   constexpr size_t kBuckets = size_t{1} << kBits, kRadixMin = 1024;
   const size_t n = v.size();
@@ -57,18 +46,13 @@ void RadixSort(std::vector<T>& v, const Key& key, SortScratch<T>* scratch = null
     const uint64_t k = key(x);
     for (int d = 0; d < kPasses; ++d) ++count[d * kBuckets + ((k >> (d * kBits)) & (kBuckets - 1))];
   }
-  std::vector<T> own;
-  std::vector<T>& tmp = scratch != nullptr ? scratch->spare : own;
-  bool sized = false;
+  std::vector<T> tmp;
   for (int d = 0; d < kPasses; ++d) {
     uint32_t* c = count.data() + d * kBuckets;
     if (std::any_of(c, c + kBuckets, [&](uint32_t m) { return m == n; })) continue;  // one digit for all
     uint32_t at = 0;
     for (size_t b = 0; b < kBuckets; ++b) at += std::exchange(c[b], at);
-    if (!sized) {
-      tmp.resize(n);
-      sized = true;
-    }
+    if (tmp.empty()) tmp.resize(n);
     for (const T& x : v) tmp[c[(key(x) >> (d * kBits)) & (kBuckets - 1)]++] = x;
     v.swap(tmp);
   }
@@ -83,20 +67,16 @@ void RadixSort(std::vector<T>& v, const Key& key, SortScratch<T>* scratch = null
 // few thousand distinct values). Falls back to RadixSort past
 // kMaxDistinct keys, having read only the entries up to there.
 template <class T, class Key>
-void SortByFewKeys(std::vector<T>& v, const Key& key, SortScratch<T>* scratch = nullptr) {
+void SortByFewKeys(std::vector<T>& v, const Key& key) {
   constexpr size_t kMaxDistinct = size_t{1} << 14, kSlots = 2 * kMaxDistinct;
   constexpr uint32_t kEmpty = UINT32_MAX;
   const size_t n = v.size();
   if (n < kMaxDistinct) {
-    RadixSort(v, key, scratch);
+    RadixSort(v, key);
     return;
   }
-  SortScratch<T> own;
-  SortScratch<T>& work = scratch != nullptr ? *scratch : own;
   std::vector<uint64_t> slot_key(kSlots);
-  std::vector<uint32_t> slot_id(kSlots, kEmpty);
-  std::vector<uint32_t>& id_of = work.ids;
-  id_of.resize(n);  // (every entry is written below)
+  std::vector<uint32_t> slot_id(kSlots, kEmpty), id_of(n);
   std::vector<uint64_t> keys;  // per distinct id
   std::vector<uint32_t> count;
   for (size_t i = 0; i < n; ++i) {
@@ -105,7 +85,7 @@ void SortByFewKeys(std::vector<T>& v, const Key& key, SortScratch<T>* scratch = 
     while (slot_id[s] != kEmpty && slot_key[s] != k) s = (s + 1) & (kSlots - 1);
     if (slot_id[s] == kEmpty) {
       if (keys.size() == kMaxDistinct) {
-        RadixSort(v, key, scratch);
+        RadixSort(v, key);
         return;
       }
       slot_key[s] = k;
@@ -121,8 +101,7 @@ void SortByFewKeys(std::vector<T>& v, const Key& key, SortScratch<T>* scratch = 
   std::sort(by_key.begin(), by_key.end(), [&](uint32_t x, uint32_t y) { return keys[x] < keys[y]; });
   uint32_t at = 0;
   for (uint32_t id : by_key) at += std::exchange(count[id], at);  // count[id]: where id's entries start
-  std::vector<T>& out = work.spare;
-  out.resize(n);  // (every entry is written below)
+  std::vector<T> out(n);
   for (size_t i = 0; i < n; ++i) out[count[id_of[i]]++] = v[i];
   v.swap(out);
 }
