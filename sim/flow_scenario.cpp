@@ -68,8 +68,8 @@ void FlowSimulator::State::ReuseMap(const Scenario& base, const Scenario& sc, co
     return sc.job_connected[j] == base.job_connected[j];
   };
   if (!hash()) {  // aggregate i = demand i in both
-    for (size_t i = 0; i < nd; ++i) {
-      out[i] = !sc.demand_changed[i] && same_job_state(i) ? static_cast<uint32_t>(i) : kNoLink;
+    for (size_t i = 0; i < na; ++i) {
+      out[i] = i < nd && !sc.demand_changed[i] && same_job_state(i) ? static_cast<uint32_t>(i) : kNoLink;
     }
     return;
   }
@@ -81,8 +81,8 @@ void FlowSimulator::State::ReuseMap(const Scenario& base, const Scenario& sc, co
   };
   // Aggregates are emitted in demand order in both scenarios: a range of
   // demands starts where the first aggregate of its first demand is. Two
-  // ranges at once through a runner (one thread's pass was ~10 ms per
-  // seed on the 32k MoE hash case, the other thread idle).
+  // ranges at once through a runner (one thread's pass left the other
+  // idle, once per seed).
   const bool ranges = !base.demand_aggs.empty();
   auto first_of = [](const std::vector<uint32_t>& agg_demand, size_t i) {
     return static_cast<size_t>(std::lower_bound(agg_demand.begin(), agg_demand.end(), i) - agg_demand.begin());
